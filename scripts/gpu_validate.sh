@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Build, test, sanitize and benchmark sepconv1d on a GPU machine whose python already has a CUDA
+# torch (>= 2.10). Logs, junit XML and benchmark JSON go to $OUT (default ./gpu-out).
+#
+#   scripts/gpu_validate.sh build test sanitize bench      # stages, in the order given
+#
+# Stages: build     pip install -e . for this GPU's arch (TORCH_CUDA_ARCH_LIST, default 9.0)
+#         test      the GPU half of the pytest suite (the CPU half runs in CI)
+#         cputest   the whole suite, CPU cases included
+#         sanitize  compute-sanitizer memcheck + racecheck over a focused GPU subset
+#         bench     python -m sepconv1d.bench, JSON into $OUT
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+status=0
+
+run() {  # run NAME CMD...: tee output to $OUT/NAME.log, remember failures
+  local name=$1
+  shift
+  echo "=== $name: $*"
+  local t0=$SECONDS
+  "$@" 2>&1 | tee "$OUT/$name.log"
+  local rc=${PIPESTATUS[0]}
+  echo "=== $name: exit $rc in $((SECONDS - t0)) s"
+  [ "$rc" -eq 0 ] || status=1
+  return "$rc"
+}
+
+GPU_TESTS="cuda or reduce_overhead or mixed_devices or second_device"
+
+for stage in "$@"; do
+  case $stage in
+    build)
+      nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv || true
+      "$PY" -c 'import sys, torch; print(sys.version); print(torch.__version__, torch.version.cuda)'
+      export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16}
+      run build "$PY" -m pip install --no-build-isolation --no-deps -e . || exit 1
+      ;;
+    test)
+      run test "$PY" -m pytest tests -q -p no:cacheprovider -k "$GPU_TESTS" --junitxml="$OUT/junit-gpu.xml"
+      ;;
+    cputest)
+      run cputest "$PY" -m pytest tests -q -p no:cacheprovider --junitxml="$OUT/junit-all.xml"
+      ;;
+    sanitize)
+      # No caching allocator: every tensor is its own allocation, so out-of-bounds accesses show.
+      subset="cuda and (odd_channel or larger_shapes or only_requested or empty_batch or deterministic)"
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 run memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
+        --print-limit 20 "$PY" -m pytest tests/test_depthwise.py tests/test_separable.py -q -x \
+        -p no:cacheprovider -k "$subset"
+      run racecheck compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 \
+        "$PY" -m pytest tests/test_depthwise.py tests/test_separable.py -q -x -p no:cacheprovider \
+        -k "cuda and (odd_channel or only_requested)"
+      ;;
+    bench)
+      run bench "$PY" -m sepconv1d.bench --out "$OUT/bench.json"
+      ;;
+    *)
+      echo "unknown stage $stage" >&2
+      exit 2
+      ;;
+  esac
+done
+exit $status

@@ -1,0 +1,177 @@
+"""Loads the compiled operators and registers their fake kernels, autograd and autocast rules.
+
+Schemas live in C++ (csrc/schemas.cpp); this module adds what torch.compile, autograd and autocast
+need. The raw operators are ``torch.ops.sepconv1d.{depthwise_conv1d, separable_conv1d}`` and their
+``*_backward`` counterparts.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import torch
+
+from . import _shapes
+
+
+def _load_library() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = sorted(glob.glob(os.path.join(here, "_C*.so")) + glob.glob(os.path.join(here, "_C*.pyd")))
+    if not candidates:
+        raise ImportError(
+            "sepconv1d: the compiled extension sepconv1d/_C*.so is missing; build it with "
+            "`pip install --no-build-isolation .` (or `-e .` for development)"
+        )
+    try:
+        torch.ops.load_library(candidates[0])
+    except OSError as err:
+        if torch.version.cuda is None:
+            raise ImportError(
+                "sepconv1d: this build contains CUDA kernels but the installed torch "
+                f"{torch.__version__} is a CPU-only build without the CUDA runtime ({err}). Install a "
+                "CUDA build of torch >= 2.10, or build sepconv1d from source with SEPCONV1D_CPU_ONLY=1."
+            ) from err
+        raise ImportError(f"sepconv1d: could not load {os.path.basename(candidates[0])}: {err}") from err
+
+
+_load_library()
+
+ops = torch.ops.sepconv1d
+
+
+# ---------------------------------------------------------------------------------------------
+# Fake (meta) kernels: shapes, dtypes and layouts only, pure SymInt arithmetic.
+# ---------------------------------------------------------------------------------------------
+
+
+@torch.library.register_fake("sepconv1d::depthwise_conv1d")
+def _depthwise_fake(x, weight, bias, stride, pad_left, pad_right, dilation):
+    length = _shapes.conv_out_length(x.shape[2], weight.shape[1], stride, pad_left, pad_right, dilation)
+    torch._check(length >= 1, lambda: "sepconv1d: padded length is shorter than the dilated kernel")
+    return _shapes.new_activation(x, x.shape[1], length, x.dtype)
+
+
+@torch.library.register_fake("sepconv1d::depthwise_conv1d_backward")
+def _depthwise_backward_fake(grad_out, x, weight, stride, pad_left, pad_right, dilation,
+                             need_grad_x, need_grad_weight, need_grad_bias):
+    grad_x = _shapes.new_activation(x, x.shape[1], x.shape[2], x.dtype) if need_grad_x else None
+    grad_w = weight.new_empty(weight.shape) if need_grad_weight else None
+    grad_b = weight.new_empty((weight.shape[0],)) if need_grad_bias else None
+    return grad_x, grad_w, grad_b
+
+
+@torch.library.register_fake("sepconv1d::separable_conv1d")
+def _separable_fake(x, dw_weight, dw_bias, pw_weight, pw_bias, stride, pad_left, pad_right, dilation,
+                    allow_tf32):
+    length = _shapes.conv_out_length(x.shape[2], dw_weight.shape[1], stride, pad_left, pad_right, dilation)
+    torch._check(length >= 1, lambda: "sepconv1d: padded length is shorter than the dilated kernel")
+    return _shapes.new_activation(x, pw_weight.shape[0], length, x.dtype)
+
+
+@torch.library.register_fake("sepconv1d::separable_conv1d_backward")
+def _separable_backward_fake(grad_out, x, dw_weight, dw_bias, pw_weight, stride, pad_left, pad_right,
+                             dilation, allow_tf32, need_grad_x, need_grad_dw_weight, need_grad_dw_bias,
+                             need_grad_pw_weight, need_grad_pw_bias):
+    return (
+        _shapes.new_activation(x, x.shape[1], x.shape[2], x.dtype) if need_grad_x else None,
+        dw_weight.new_empty(dw_weight.shape) if need_grad_dw_weight else None,
+        dw_weight.new_empty((dw_weight.shape[0],)) if need_grad_dw_bias else None,
+        pw_weight.new_empty(pw_weight.shape) if need_grad_pw_weight else None,
+        pw_weight.new_empty((pw_weight.shape[0],)) if need_grad_pw_bias else None,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Autograd. Backward ops get x only when a gradient needs its values; otherwise a stand-in that
+# has x's shape, dtype and layout but no data (an expanded one-row tensor), so the autograd graph
+# does not keep the activation alive for nothing.
+# ---------------------------------------------------------------------------------------------
+
+
+def _layout_stand_in(x: torch.Tensor) -> torch.Tensor:
+    b, c, length = x.shape
+    if _shapes.is_channels_last(x):
+        return x.new_empty((1, c, 1)).expand(b, c, length)
+    return x.new_empty((1, 1, length)).expand(b, c, length)
+
+
+def _depthwise_setup_context(ctx, inputs, output):
+    x, weight, bias, stride, pad_left, pad_right, dilation = inputs
+    need_w = ctx.needs_input_grad[1]
+    ctx.hyper = (stride, pad_left, pad_right, dilation)
+    ctx.save_for_backward(x if need_w else _layout_stand_in(x), weight)
+
+
+def _depthwise_backward(ctx, grad_out):
+    x, weight = ctx.saved_tensors
+    need_x, need_w, need_b = ctx.needs_input_grad[:3]
+    grad_x, grad_w, grad_b = ops.depthwise_conv1d_backward(
+        grad_out, x, weight, *ctx.hyper, need_x, need_w, need_b)
+    return grad_x, grad_w, grad_b, None, None, None, None
+
+
+torch.library.register_autograd(
+    "sepconv1d::depthwise_conv1d", _depthwise_backward, setup_context=_depthwise_setup_context)
+
+
+def _separable_setup_context(ctx, inputs, output):
+    x, dw_weight, dw_bias, pw_weight, pw_bias, stride, pad_left, pad_right, dilation, allow_tf32 = inputs
+    need = ctx.needs_input_grad[:5]
+    # h = depthwise(x) is recomputed for the pw_weight gradient and the dw_weight gradient needs x.
+    need_x_values = need[1] or need[3]
+    ctx.hyper = (stride, pad_left, pad_right, dilation, allow_tf32)
+    ctx.has_dw_bias = dw_bias is not None
+    saved = [x if need_x_values else _layout_stand_in(x), dw_weight, pw_weight]
+    if dw_bias is not None:
+        saved.append(dw_bias)
+    ctx.save_for_backward(*saved)
+
+
+def _separable_backward(ctx, grad_out):
+    saved = ctx.saved_tensors
+    x, dw_weight, pw_weight = saved[:3]
+    dw_bias = saved[3] if ctx.has_dw_bias else None
+    need_x, need_dw, need_dwb, need_pw, need_pwb = ctx.needs_input_grad[:5]
+    grads = ops.separable_conv1d_backward(
+        grad_out, x, dw_weight, dw_bias, pw_weight, *ctx.hyper,
+        need_x, need_dw, need_dwb, need_pw, need_pwb)
+    return (*grads, None, None, None, None, None)
+
+
+torch.library.register_autograd(
+    "sepconv1d::separable_conv1d", _separable_backward, setup_context=_separable_setup_context)
+
+
+# ---------------------------------------------------------------------------------------------
+# Autocast: like nn.Conv1d, the op runs in the autocast dtype (float32 tensors are cast; float64
+# tensors are left alone, as autocast does for built-in ops).
+# ---------------------------------------------------------------------------------------------
+
+
+def _register_autocast(op_name: str, device_type: str) -> None:
+    key = "Autocast" + torch._C._dispatch_key_for_device(device_type)
+    dispatch_key = getattr(torch._C.DispatchKey, key)
+    op = getattr(ops, op_name).default
+
+    def cast(value, dtype):
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != torch.float64:
+            return value.to(dtype)
+        return value
+
+    @op.py_impl(dispatch_key)
+    def _autocast_impl(*args):
+        dtype = torch.get_autocast_dtype(device_type)
+        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(dispatch_key)):
+            return op(*(cast(a, dtype) for a in args))
+
+    def kernel(_keyset, *args):
+        return _autocast_impl(*args)
+
+    _AUTOCAST_LIB.impl(op_name, kernel, key, with_keyset=True)
+
+
+_AUTOCAST_LIB = torch.library.Library("sepconv1d", "IMPL")
+for _name in ("depthwise_conv1d", "separable_conv1d"):
+    for _device in ("cpu", "cuda"):
+        _register_autocast(_name, _device)

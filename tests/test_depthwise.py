@@ -1,0 +1,216 @@
+"""depthwise_conv1d forward and backward against float64 F.conv1d references, on every device."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import sepconv1d
+from reference import (
+    LAYOUTS,
+    assert_close_to_reference,
+    make_activation,
+    poison_allocator,
+    reference_depthwise,
+    reference_grads,
+    tolerance_for,
+)
+from sepconv1d._shapes import resolve_padding
+
+KERNEL_SIZES = [1, 2, 3, 4, 5, 7, 9, 31, 63]
+PADDINGS = ["same", "valid", "causal", (2, 5)]
+STRIDE_DILATION = [(1, 1), (2, 1), (3, 1), (1, 2), (1, 4), (2, 2), (3, 4)]
+LENGTHS = [1, 2, 7, 129, 1024, 1031]
+# (x dtype, weight dtype)
+DTYPES = [
+    (torch.float32, torch.float32),
+    (torch.float64, torch.float64),
+    (torch.bfloat16, torch.bfloat16),
+    (torch.float16, torch.float32),
+    (torch.bfloat16, torch.float32),
+]
+
+
+def _dtype_id(p):
+    return f"x{str(p[0])[6:]}-w{str(p[1])[6:]}"
+
+
+def _cases(kernel_size, padding, lengths):
+    """Valid (stride, dilation, length, pad_left, pad_right) combinations for this K and padding."""
+    for stride, dilation in STRIDE_DILATION:
+        if padding == "same" and stride != 1:
+            continue
+        left, right = resolve_padding(padding, kernel_size, stride, dilation)
+        for length in lengths:
+            if length + left + right < dilation * (kernel_size - 1) + 1:
+                continue
+            yield stride, dilation, length, left, right
+
+
+def _params(channels, kernel_size, wdtype, device, with_bias):
+    weight = torch.randn(channels, kernel_size, dtype=torch.float64).to(device, wdtype)
+    bias = torch.randn(channels, dtype=torch.float64).to(device, wdtype) if with_bias else None
+    return weight, bias
+
+
+@pytest.mark.parametrize("dtypes", DTYPES, ids=_dtype_id)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("padding", PADDINGS, ids=str)
+@pytest.mark.parametrize("kernel_size", KERNEL_SIZES)
+def test_forward_matches_reference(device, kernel_size, padding, layout, dtypes):
+    xdtype, wdtype = dtypes
+    checked = 0
+    for i, (stride, dilation, length, _, _) in enumerate(_cases(kernel_size, padding, LENGTHS)):
+        channels = (5, 13, 1, 24)[i % 4]
+        x = make_activation(2, channels, length, xdtype, device, layout)
+        weight, bias = _params(channels, kernel_size, wdtype, device, with_bias=i % 2 == 0)
+        arg_padding = padding if isinstance(padding, str) else tuple(padding)
+        ref = reference_depthwise(x, weight, bias, stride, *resolve_padding(padding, kernel_size, stride, dilation),
+                                  dilation)
+        poison_allocator(device, ref.numel() * x.element_size())
+        out = sepconv1d.depthwise_conv1d(x, weight, bias, stride=stride, padding=arg_padding, dilation=dilation)
+        assert out.dtype == xdtype and out.device.type == device
+        assert_close_to_reference(out, ref, tolerance_for(xdtype),
+                                  f"K={kernel_size} pad={padding} s={stride} d={dilation} L={length} C={channels}")
+        checked += 1
+    assert checked > 0
+
+
+@pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[1], DTYPES[4]], ids=_dtype_id)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("padding", PADDINGS, ids=str)
+@pytest.mark.parametrize("kernel_size", KERNEL_SIZES)
+def test_backward_matches_reference(device, kernel_size, padding, layout, dtypes):
+    xdtype, wdtype = dtypes
+    checked = 0
+    for i, (stride, dilation, length, left, right) in enumerate(_cases(kernel_size, padding, [1, 7, 129, 1031])):
+        channels = (5, 13, 24)[i % 3]
+        with_bias = i % 2 == 0
+        x = make_activation(3, channels, length, xdtype, device, layout).requires_grad_(True)
+        weight, bias = _params(channels, kernel_size, wdtype, device, with_bias)
+        weight.requires_grad_(True)
+        if bias is not None:
+            bias.requires_grad_(True)
+        out = sepconv1d.depthwise_conv1d(x, weight, bias, stride=stride, padding=(left, right), dilation=dilation)
+        grad_out = torch.randn(out.shape, dtype=torch.float64).to(device, xdtype)
+        inputs = [x, weight] + ([bias] if with_bias else [])
+        poison_allocator(device, x.numel() * x.element_size())
+        grads = torch.autograd.grad(out, inputs, grad_out)
+        refs = reference_grads(
+            lambda a, w, b: reference_depthwise(a, w, b, stride, left, right, dilation),
+            [x, weight, bias], grad_out)
+        what = f"K={kernel_size} pad={padding} s={stride} d={dilation} L={length}"
+        assert grads[0].dtype == xdtype and grads[1].dtype == wdtype
+        assert_close_to_reference(grads[0], refs[0], tolerance_for(xdtype), "grad x " + what)
+        assert_close_to_reference(grads[1], refs[1], tolerance_for(wdtype), "grad weight " + what)
+        if with_bias:
+            assert_close_to_reference(grads[2], refs[2], tolerance_for(wdtype), "grad bias " + what)
+        checked += 1
+    assert checked > 0
+
+
+@pytest.mark.parametrize("batch,channels,length", [(1, 1, 1), (3, 3, 50), (2, 8, 64), (1, 33, 300), (4, 130, 77)])
+def test_odd_channel_counts(device, batch, channels, length):
+    x = make_activation(batch, channels, length, torch.float32, device)
+    weight, bias = _params(channels, 5, torch.float32, device, True)
+    out = sepconv1d.depthwise_conv1d(x, weight, bias, padding="same")
+    assert_close_to_reference(out, reference_depthwise(x, weight, bias, 1, 2, 2, 1), 2e-5)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("kernel_size", [3, 4, 9, 33])
+def test_larger_shapes(device, kernel_size, dtype, layout):
+    """Sizes that span many tiles/blocks on the GPU, including a ragged last tile."""
+    x = make_activation(3, 70, 5003, dtype, device, layout)
+    weight, bias = _params(70, kernel_size, dtype, device, True)
+    for padding in ("same", "causal"):
+        left, right = resolve_padding(padding, kernel_size, 1, 1)
+        poison_allocator(device, x.numel() * x.element_size())
+        out = sepconv1d.depthwise_conv1d(x, weight, bias, padding=padding)
+        if layout == "channels_last":
+            assert out.stride(1) == 1, "output should keep x's channel-last layout"
+        assert_close_to_reference(out, reference_depthwise(x, weight, bias, 1, left, right, 1), tolerance_for(dtype))
+
+
+def test_output_layout_follows_input(device):
+    x_cf = make_activation(2, 6, 40, torch.float32, device)
+    x_cl = make_activation(2, 6, 40, torch.float32, device, "channels_last")
+    w, _ = _params(6, 3, torch.float32, device, False)
+    assert sepconv1d.depthwise_conv1d(x_cf, w, padding=1).is_contiguous()
+    out_cl = sepconv1d.depthwise_conv1d(x_cl, w, padding=1)
+    assert out_cl.transpose(1, 2).is_contiguous()
+
+
+def test_empty_batch(device):
+    x = torch.empty(0, 4, 10, device=device)
+    w, b = _params(4, 3, torch.float32, device, True)
+    out = sepconv1d.depthwise_conv1d(x, w, b, padding="same")
+    assert out.shape == (0, 4, 10)
+    x.requires_grad_(True)
+    w.requires_grad_(True)
+    b.requires_grad_(True)
+    sepconv1d.depthwise_conv1d(x, w, b, padding="same").sum().backward()
+    assert x.grad.shape == x.shape
+    assert torch.equal(w.grad, torch.zeros_like(w)) and torch.equal(b.grad, torch.zeros_like(b))
+
+
+def test_backward_op_returns_only_requested(device):
+    x = make_activation(2, 4, 30, torch.float32, device)
+    w, _ = _params(4, 3, torch.float32, device, False)
+    g = torch.randn(2, 4, 30, device=device)
+    op = torch.ops.sepconv1d.depthwise_conv1d_backward
+    dx, dw, db = op(g, x, w, 1, 1, 1, 1, True, False, False)
+    assert dx is not None and dw is None and db is None
+    dx, dw, db = op(g, x, w, 1, 1, 1, 1, False, True, True)
+    assert dx is None and dw is not None and db is not None
+    refs = reference_grads(lambda a, b, c: reference_depthwise(a, b, c, 1, 1, 1, 1),
+                           [x, w, torch.zeros(4, device=device)], g)
+    assert_close_to_reference(dw, refs[1], 2e-5)
+    assert_close_to_reference(db, refs[2], 2e-5)
+
+
+def test_frozen_weight_needs_no_saved_input(device):
+    """With only dx needed, autograd gets the right dx (x itself is not kept for backward)."""
+    x = make_activation(2, 5, 33, torch.float32, device, "channels_last").requires_grad_(True)
+    w, b = _params(5, 9, torch.float32, device, True)
+    out = sepconv1d.depthwise_conv1d(x, w, b, padding="causal")
+    g = torch.randn_like(out)
+    (dx,) = torch.autograd.grad(out, [x], g)
+    ref = reference_grads(lambda a: reference_depthwise(a, w, b, 1, 8, 0, 1), [x], g)[0]
+    assert_close_to_reference(dx, ref, 2e-5)
+    assert dx.stride(1) == 1, "dx should keep x's channel-last layout"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_weight_grads_are_deterministic(device, dtype):
+    x = make_activation(4, 64, 4099, dtype, device)
+    w, b = _params(64, 9, torch.float32 if dtype == torch.bfloat16 else dtype, device, True)
+    g = torch.randn(4, 64, 4099, dtype=torch.float64).to(device, dtype)
+    op = torch.ops.sepconv1d.depthwise_conv1d_backward
+    first = op(g, x, w, 1, 4, 4, 1, True, True, True)
+    for _ in range(5):
+        again = op(g, x, w, 1, 4, 4, 1, True, True, True)
+        for a, b_ in zip(first, again):
+            assert torch.equal(a, b_), "gradients differ between identical runs"
+
+
+@pytest.mark.parametrize("kernel_size", [3, 64])
+def test_more_than_2_31_elements(device, kernel_size):
+    """Channel offsets past 2^31 elements: check the tail of the last channel against a slice reference."""
+    if device == "cuda":
+        free, _ = torch.cuda.mem_get_info()
+        if free < 12 * 2**30:
+            pytest.skip("not enough GPU memory")
+    length = 2**30 + 4099
+    x = torch.empty(1, 2, length, dtype=torch.float16, device=device)
+    x.normal_()
+    w, b = _params(2, kernel_size, torch.float32, device, True)
+    out = sepconv1d.depthwise_conv1d(x, w, b, padding="same")
+    assert out.numel() > 2**31
+    tail = 5000
+    left, right = resolve_padding("same", kernel_size, 1, 1)
+    piece = x[:, :, length - tail - left:]
+    ref = reference_depthwise(piece, w, b, 1, 0, right, 1)[:, :, -tail:]
+    assert_close_to_reference(out[:, :, -tail:], ref, 3e-3, "tail of a >2^31-element tensor")
+    del out, x

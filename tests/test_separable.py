@@ -1,0 +1,172 @@
+"""separable_conv1d forward and backward against float64 references (depthwise then 1x1 F.conv1d)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import sepconv1d
+from reference import (
+    LAYOUTS,
+    TF32_TOLERANCE,
+    assert_close_to_reference,
+    make_activation,
+    poison_allocator,
+    reference_grads,
+    reference_separable,
+    tolerance_for,
+)
+from sepconv1d._shapes import resolve_padding
+
+KERNEL_SIZES = [1, 2, 3, 4, 5, 7, 9, 31, 63]
+# (Cin, Cout): odd sizes and the tile-unfriendly ones.
+CHANNELS = [(3, 5), (1, 4), (16, 16), (100, 257), (64, 8)]
+# (padding, stride, dilation)
+GEOMETRY = [("same", 1, 1), ("valid", 1, 1), ("causal", 1, 2), ((2, 5), 2, 1), ((0, 3), 3, 4), ("same", 1, 4)]
+DTYPES = [
+    (torch.float32, torch.float32),
+    (torch.float64, torch.float64),
+    (torch.float16, torch.float16),
+    (torch.bfloat16, torch.bfloat16),
+    (torch.bfloat16, torch.float32),
+]
+
+
+def _dtype_id(p):
+    return f"x{str(p[0])[6:]}-w{str(p[1])[6:]}"
+
+
+def _weights(cin, cout, kernel_size, wdtype, device, dw_bias, pw_bias):
+    def rnd(*shape, scale=1.0):
+        return (torch.randn(*shape, dtype=torch.float64) * scale).to(device, wdtype)
+
+    return (rnd(cin, kernel_size), rnd(cin) if dw_bias else None,
+            rnd(cout, cin, scale=cin ** -0.5), rnd(cout) if pw_bias else None)
+
+
+def _valid(length, kernel_size, padding, stride, dilation):
+    if padding == "same" and stride != 1:
+        return None
+    left, right = resolve_padding(padding, kernel_size, stride, dilation)
+    if length + left + right < dilation * (kernel_size - 1) + 1:
+        return None
+    return left, right
+
+
+@pytest.mark.parametrize("dtypes", DTYPES, ids=_dtype_id)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("kernel_size", KERNEL_SIZES)
+def test_forward_matches_reference(device, kernel_size, layout, dtypes):
+    xdtype, wdtype = dtypes
+    checked = 0
+    for i, (padding, stride, dilation) in enumerate(GEOMETRY):
+        for j, length in enumerate((1, 7, 130, 1031)):
+            pads = _valid(length, kernel_size, padding, stride, dilation)
+            if pads is None:
+                continue
+            cin, cout = CHANNELS[(i + j) % len(CHANNELS)]
+            x = make_activation(2, cin, length, xdtype, device, layout)
+            dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, wdtype, device, (i + j) % 2 == 0, j % 3 != 1)
+            ref = reference_separable(x, dw, dwb, pw, pwb, stride, *pads, dilation)
+            poison_allocator(device, ref.numel() * x.element_size())
+            out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, stride=stride, padding=padding, dilation=dilation)
+            assert out.dtype == xdtype
+            assert_close_to_reference(out, ref, tolerance_for(xdtype),
+                                      f"K={kernel_size} {padding} s={stride} d={dilation} L={length} {cin}->{cout}")
+            checked += 1
+    assert checked > 0
+
+
+@pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[1], DTYPES[4]], ids=_dtype_id)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("kernel_size", [1, 3, 4, 9, 31])
+def test_backward_matches_reference(device, kernel_size, layout, dtypes):
+    xdtype, wdtype = dtypes
+    checked = 0
+    for i, (padding, stride, dilation) in enumerate(GEOMETRY):
+        length = (7, 130, 1031)[i % 3]
+        pads = _valid(length, kernel_size, padding, stride, dilation)
+        if pads is None:
+            continue
+        cin, cout = CHANNELS[i % len(CHANNELS)]
+        x = make_activation(2, cin, length, xdtype, device, layout).requires_grad_(True)
+        params = list(_weights(cin, cout, kernel_size, wdtype, device, i % 2 == 0, True))
+        for p in params:
+            if p is not None:
+                p.requires_grad_(True)
+        dw, dwb, pw, pwb = params
+        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, stride=stride, padding=pads, dilation=dilation)
+        grad_out = torch.randn(out.shape, dtype=torch.float64).to(device, xdtype)
+        inputs = [t for t in (x, dw, dwb, pw, pwb) if t is not None]
+        poison_allocator(device, x.numel() * x.element_size())
+        grads = dict(zip([id(t) for t in inputs], torch.autograd.grad(out, inputs, grad_out)))
+        refs = reference_grads(
+            lambda a, b, c, d, e: reference_separable(a, b, c, d, e, stride, *pads, dilation),
+            [x, dw, dwb, pw, pwb], grad_out)
+        what = f"K={kernel_size} {padding} s={stride} d={dilation} L={length} {cin}->{cout}"
+        for name, t, ref in zip(("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias"), (x, dw, dwb, pw, pwb), refs):
+            if t is None:
+                continue
+            got = grads[id(t)]
+            assert got.dtype == t.dtype, name
+            assert_close_to_reference(got, ref, tolerance_for(t.dtype), f"grad {name} {what}")
+        checked += 1
+    assert checked > 0
+
+
+@pytest.mark.parametrize("cin,cout", [(64, 256), (256, 512), (1024, 96)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_larger_shapes(device, cin, cout, dtype):
+    x = make_activation(2, cin, 1000 if device == "cpu" else 3001, dtype, device)
+    dw, dwb, pw, pwb = _weights(cin, cout, 9, dtype, device, True, True)
+    ref = reference_separable(x, dw, dwb, pw, pwb, 1, 4, 4, 1)
+    poison_allocator(device, ref.numel() * x.element_size())
+    out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
+    assert_close_to_reference(out, ref, tolerance_for(dtype))
+
+
+def test_tf32_setting_is_obeyed(device):
+    """TF32 results stay within TF32 error; with TF32 off, float32 is exact to float32 tolerance."""
+    x = make_activation(2, 256, 2000, torch.float32, device)
+    dw, dwb, pw, pwb = _weights(256, 384, 9, torch.float32, device, True, True)
+    ref = reference_separable(x, dw, dwb, pw, pwb, 1, 4, 4, 1)
+    torch.backends.cudnn.allow_tf32 = True
+    assert_close_to_reference(sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same"), ref, TF32_TOLERANCE)
+    torch.backends.cudnn.allow_tf32 = False
+    assert_close_to_reference(sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same"), ref, 2e-5)
+
+
+def test_empty_batch(device):
+    x = torch.empty(0, 6, 10, device=device, requires_grad=True)
+    dw, dwb, pw, pwb = (t.requires_grad_(True) for t in _weights(6, 7, 3, torch.float32, device, True, True))
+    out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
+    assert out.shape == (0, 7, 10)
+    out.sum().backward()
+    for p in (dw, dwb, pw, pwb):
+        assert torch.equal(p.grad, torch.zeros_like(p))
+
+
+def test_backward_op_returns_only_requested(device):
+    x = make_activation(2, 5, 30, torch.float32, device)
+    dw, dwb, pw, _ = _weights(5, 3, 3, torch.float32, device, True, False)
+    g = torch.randn(2, 3, 30, device=device)
+    op = torch.ops.sepconv1d.separable_conv1d_backward
+    grads = op(g, x, dw, dwb, pw, 1, 1, 1, 1, False, False, False, False, True, True)
+    assert grads[0] is None and grads[1] is None and grads[2] is None
+    refs = reference_grads(lambda a, b, c, d, e: reference_separable(a, b, c, d, e, 1, 1, 1, 1),
+                           [x, dw, dwb, pw, torch.zeros(3, device=device)], g)
+    assert_close_to_reference(grads[3], refs[3], 2e-5)
+    assert_close_to_reference(grads[4], refs[4], 2e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_weight_grads_are_deterministic(device, dtype):
+    x = make_activation(3, 96, 2051, dtype, device)
+    dw, dwb, pw, _ = _weights(96, 80, 7, dtype, device, True, False)
+    g = torch.randn(3, 80, 2051, dtype=torch.float64).to(device, dtype)
+    op = torch.ops.sepconv1d.separable_conv1d_backward
+    first = op(g, x, dw, dwb, pw, 1, 3, 3, 1, False, True, True, True, True, True)
+    for _ in range(4):
+        again = op(g, x, dw, dwb, pw, 1, 3, 3, 1, False, True, True, True, True, True)
+        for a, b in zip(first, again):
+            assert torch.equal(a, b), "gradients differ between identical runs"
