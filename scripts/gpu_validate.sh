@@ -29,6 +29,9 @@ run() {  # run NAME CMD...: tee output to $OUT/NAME.log, remember failures
 }
 
 GPU_TESTS="cuda or reduce_overhead or mixed_devices or second_device"
+# pytest-xdist spreads the (CPU-bound) float64 references over cores when it is installed.
+XDIST=()
+if "$PY" -c 'import xdist' 2>/dev/null; then XDIST=(-n "${XDIST_WORKERS:-8}"); fi
 
 for stage in "$@"; do
   case $stage in
@@ -39,10 +42,11 @@ for stage in "$@"; do
       run build "$PY" -m pip install --no-build-isolation --no-deps -e . || exit 1
       ;;
     test)
-      run test "$PY" -m pytest tests -q -p no:cacheprovider -k "$GPU_TESTS" --junitxml="$OUT/junit-gpu.xml"
+      run test "$PY" -m pytest tests -q -p no:cacheprovider "${XDIST[@]}" -k "$GPU_TESTS" \
+        --junitxml="$OUT/junit-gpu.xml"
       ;;
     cputest)
-      run cputest "$PY" -m pytest tests -q -p no:cacheprovider --junitxml="$OUT/junit-all.xml"
+      run cputest "$PY" -m pytest tests -q -p no:cacheprovider "${XDIST[@]}" --junitxml="$OUT/junit-all.xml"
       ;;
     sanitize)
       # No caching allocator: every tensor is its own allocation, so out-of-bounds accesses show.

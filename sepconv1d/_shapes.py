@@ -1,9 +1,8 @@
 """Argument checks, padding resolution and output-shape maths: the one Python home of these rules.
 
 The C++ backends repeat the memory-safety checks (csrc/common/conv_params.h); these give friendly
-Python exceptions that name the offending argument, before any kernel runs. Length-dependent checks
-go through ``torch._check_with`` so that under ``torch.compile`` with dynamic shapes they become
-runtime asserts instead of guards.
+Python exceptions that name the offending argument, before any kernel runs. Under ``torch.compile``
+the length-dependent check becomes a runtime assert (``torch._check``) instead of a guard.
 """
 
 from __future__ import annotations
@@ -145,12 +144,12 @@ def check_length(x: torch.Tensor, kernel_size: int, pad_left: int, pad_right: in
     """The padded input must cover the dilated kernel at least once."""
     span = dilation * (kernel_size - 1) + 1
     padded = x.shape[2] + pad_left + pad_right
-    torch._check_with(
-        ValueError,
-        padded >= span,
-        lambda: f"x: padded length {padded} (length {x.shape[2]} + padding ({pad_left}, {pad_right})) "
-        f"is shorter than the dilated kernel span {span}",
-    )
+    if torch.compiler.is_compiling():
+        # Symbolic length: a deferred runtime assert, not a guard that would specialise it.
+        torch._check(padded >= span, lambda: "x: padded length is shorter than the dilated kernel span")
+    elif padded < span:
+        raise ValueError(f"x: padded length {padded} (length {x.shape[2]} + padding ({pad_left}, {pad_right})) "
+                         f"is shorter than the dilated kernel span {span}")
 
 
 def is_channels_last(x: torch.Tensor) -> bool:

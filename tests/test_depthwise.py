@@ -13,6 +13,7 @@ from reference import (
     poison_allocator,
     reference_depthwise,
     reference_grads,
+    unfolded_depthwise,
     tolerance_for,
 )
 from sepconv1d._shapes import resolve_padding
@@ -65,8 +66,8 @@ def test_forward_matches_reference(device, kernel_size, padding, layout, dtypes)
         x = make_activation(2, channels, length, xdtype, device, layout)
         weight, bias = _params(channels, kernel_size, wdtype, device, with_bias=i % 2 == 0)
         arg_padding = padding if isinstance(padding, str) else tuple(padding)
-        ref = reference_depthwise(x, weight, bias, stride, *resolve_padding(padding, kernel_size, stride, dilation),
-                                  dilation)
+        ref = unfolded_depthwise(x, weight, bias, stride, *resolve_padding(padding, kernel_size, stride, dilation),
+                                 dilation)
         poison_allocator(device, ref.numel() * x.element_size())
         out = sepconv1d.depthwise_conv1d(x, weight, bias, stride=stride, padding=arg_padding, dilation=dilation)
         assert out.dtype == xdtype and out.device.type == device
@@ -97,7 +98,7 @@ def test_backward_matches_reference(device, kernel_size, padding, layout, dtypes
         poison_allocator(device, x.numel() * x.element_size())
         grads = torch.autograd.grad(out, inputs, grad_out)
         refs = reference_grads(
-            lambda a, w, b: reference_depthwise(a, w, b, stride, left, right, dilation),
+            lambda a, w, b: unfolded_depthwise(a, w, b, stride, left, right, dilation),
             [x, weight, bias], grad_out)
         what = f"K={kernel_size} pad={padding} s={stride} d={dilation} L={length}"
         assert grads[0].dtype == xdtype and grads[1].dtype == wdtype
@@ -164,7 +165,7 @@ def test_backward_op_returns_only_requested(device):
     assert dx is not None and dw is None and db is None
     dx, dw, db = op(g, x, w, 1, 1, 1, 1, False, True, True)
     assert dx is None and dw is not None and db is not None
-    refs = reference_grads(lambda a, b, c: reference_depthwise(a, b, c, 1, 1, 1, 1),
+    refs = reference_grads(lambda a, b, c: unfolded_depthwise(a, b, c, 1, 1, 1, 1),
                            [x, w, torch.zeros(4, device=device)], g)
     assert_close_to_reference(dw, refs[1], 2e-5)
     assert_close_to_reference(db, refs[2], 2e-5)
@@ -177,7 +178,7 @@ def test_frozen_weight_needs_no_saved_input(device):
     out = sepconv1d.depthwise_conv1d(x, w, b, padding="causal")
     g = torch.randn_like(out)
     (dx,) = torch.autograd.grad(out, [x], g)
-    ref = reference_grads(lambda a: reference_depthwise(a, w, b, 1, 8, 0, 1), [x], g)[0]
+    ref = reference_grads(lambda a: unfolded_depthwise(a, w, b, 1, 8, 0, 1), [x], g)[0]
     assert_close_to_reference(dx, ref, 2e-5)
     assert dx.stride(1) == 1, "dx should keep x's channel-last layout"
 

@@ -92,7 +92,9 @@ def test_compile_fullgraph_dynamic_no_recompile(device, backend):
     compiled = torch.compile(step, fullgraph=True, dynamic=True, backend=backend)
     counters = _compile_counters()
     counters.clear()
-    for length in (50, 77, 130, 301):
+    # Lengths on one side of inductor's own size heuristics for the loss reduction (it guards on
+    # B*C*L <= 4096), so any recompile would come from sepconv1d's ops.
+    for length in (130, 301, 517, 1000):
         x = make_activation(3, 8, length, torch.float32, device).requires_grad_(True)
         loss = compiled(x)
         loss.backward()

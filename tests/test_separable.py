@@ -13,6 +13,7 @@ from reference import (
     make_activation,
     poison_allocator,
     reference_grads,
+    unfolded_separable,
     reference_separable,
     tolerance_for,
 )
@@ -67,7 +68,7 @@ def test_forward_matches_reference(device, kernel_size, layout, dtypes):
             cin, cout = CHANNELS[(i + j) % len(CHANNELS)]
             x = make_activation(2, cin, length, xdtype, device, layout)
             dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, wdtype, device, (i + j) % 2 == 0, j % 3 != 1)
-            ref = reference_separable(x, dw, dwb, pw, pwb, stride, *pads, dilation)
+            ref = unfolded_separable(x, dw, dwb, pw, pwb, stride, *pads, dilation)
             poison_allocator(device, ref.numel() * x.element_size())
             out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, stride=stride, padding=padding, dilation=dilation)
             assert out.dtype == xdtype
@@ -101,7 +102,7 @@ def test_backward_matches_reference(device, kernel_size, layout, dtypes):
         poison_allocator(device, x.numel() * x.element_size())
         grads = dict(zip([id(t) for t in inputs], torch.autograd.grad(out, inputs, grad_out)))
         refs = reference_grads(
-            lambda a, b, c, d, e: reference_separable(a, b, c, d, e, stride, *pads, dilation),
+            lambda a, b, c, d, e: unfolded_separable(a, b, c, d, e, stride, *pads, dilation),
             [x, dw, dwb, pw, pwb], grad_out)
         what = f"K={kernel_size} {padding} s={stride} d={dilation} L={length} {cin}->{cout}"
         for name, t, ref in zip(("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias"), (x, dw, dwb, pw, pwb), refs):
@@ -109,7 +110,9 @@ def test_backward_matches_reference(device, kernel_size, layout, dtypes):
                 continue
             got = grads[id(t)]
             assert got.dtype == t.dtype, name
-            assert_close_to_reference(got, ref, tolerance_for(t.dtype), f"grad {name} {what}")
+            # With half activations the GPU backward carries dh in x's precision, as eager does.
+            tol = max(tolerance_for(t.dtype), tolerance_for(xdtype))
+            assert_close_to_reference(got, ref, tol, f"grad {name} {what}")
         checked += 1
     assert checked > 0
 
@@ -153,7 +156,7 @@ def test_backward_op_returns_only_requested(device):
     op = torch.ops.sepconv1d.separable_conv1d_backward
     grads = op(g, x, dw, dwb, pw, 1, 1, 1, 1, False, False, False, False, True, True)
     assert grads[0] is None and grads[1] is None and grads[2] is None
-    refs = reference_grads(lambda a, b, c, d, e: reference_separable(a, b, c, d, e, 1, 1, 1, 1),
+    refs = reference_grads(lambda a, b, c, d, e: unfolded_separable(a, b, c, d, e, 1, 1, 1, 1),
                            [x, dw, dwb, pw, torch.zeros(3, device=device)], g)
     assert_close_to_reference(grads[3], refs[3], 2e-5)
     assert_close_to_reference(grads[4], refs[4], 2e-5)

@@ -1,0 +1,129 @@
+"""Tests of the benchmark harness and its report tools, on the CPU.
+
+    pytest benchmarks/test_tools.py
+
+The fixture benchmarks/fixtures/sample-result.json comes from a ``--tiny --stand-in`` run: real
+structure, meaningless numbers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+FIXTURE = os.path.join(HERE, "fixtures", "sample-result.json")
+sys.path.insert(0, HERE)
+
+import make_table  # noqa: E402
+from _results import load  # noqa: E402
+
+
+def _bench_cmd(*args: str) -> list[str]:
+    # Run the file, not -m: sepconv1d/__init__ needs the compiled extension, the harness does not.
+    return [sys.executable, os.path.join(ROOT, "sepconv1d", "bench.py"), *args]
+
+
+def test_fixture_loads():
+    result = load(FIXTURE)
+    assert result["schema"].startswith("sepconv1d-bench/")
+    kinds = {r["kind"] for r in result["cases"]}
+    assert kinds == {"depthwise", "separable"}
+
+
+def test_load_rejects_other_json(tmp_path):
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({"schema": "something-else"}))
+    with pytest.raises(ValueError):
+        load(str(path))
+
+
+def test_markdown_tables():
+    result = load(FIXTURE)
+    text = make_table.markdown(result, FIXTURE)
+    assert "Harness test data" in text
+    assert "**Depthwise Conv1d**" in text
+    assert "× causal-conv1d" in text
+    assert "**Depthwise-separable Conv1d at real-model shapes**" in text
+    assert "Geometric-mean speedup" in text
+    # every markdown table row has the header's column count
+    for block in text.split("\n\n"):
+        rows = [ln for ln in block.splitlines() if ln.startswith("|")]
+        if rows:
+            assert len({r.count(" | ") for r in rows}) == 1, block
+
+
+def test_markdown_memory_and_failures():
+    result = load(FIXTURE)
+    result["memory"] = [{"label": "sep B32 C256->512 L4096 K9 same fp32 cf", "intermediate_bytes": 128 << 20,
+                         "ours_peak_bytes": 300 << 20, "eager_peak_bytes": 560 << 20}]
+    result["cases"][0]["ok"] = False
+    result["summary"]["failed_checks"] = [result["cases"][0]["id"]]
+    text = make_table.markdown(result)
+    assert "Training-step peak memory" in text and "| 300 | 560 | 128 |" in text
+    assert "(check failed)" in text and "failed the correctness check" in text
+
+
+def test_update_between_markers(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# t\n\n<!-- bench:begin -->\nold\n<!-- bench:end -->\n\nafter\n")
+    assert make_table.main([FIXTURE, "--update", str(readme)]) == 0
+    once = readme.read_text()
+    assert "old" not in once and "after" in once and "**Depthwise Conv1d**" in once
+    assert make_table.main([FIXTURE, "--update", str(readme)]) == 0
+    assert readme.read_text() == once  # idempotent
+    bare = tmp_path / "bare.md"
+    bare.write_text("no markers\n")
+    assert make_table.main([FIXTURE, "--update", str(bare)]) == 1
+    assert bare.read_text() == "no markers\n"
+
+
+def test_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    import plot
+
+    out = tmp_path / "r.png"
+    assert plot.main([FIXTURE, "-o", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _run_bench(tmp_path, *args):
+    out = tmp_path / "r.json"
+    proc = subprocess.run(_bench_cmd("--tiny", "--rep", "2", "--warmup", "1", "--no-progress", "--no-compile",
+                                     "--out", str(out), *args),
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(out.read_text()), proc.stdout
+
+
+def test_bench_harness_with_stand_in(tmp_path):
+    result, stdout = _run_bench(tmp_path, "--stand-in", "--filter", r"^dw .*K9 same fp32 cf|seed/.*/bf16|QuartzNet-first.*fp16")
+    assert [r["kind"] for r in result["cases"]] == ["depthwise", "separable", "separable"]
+    for rec in result["cases"]:
+        assert rec["ok"] is True, rec["check"]
+        assert rec["passes"]["fwd"]["ms"]["ours"] > 0 and rec["passes"]["fwd"]["ms"]["eager"] > 0
+        assert rec["passes"]["fwdbwd"]["speedup"]["eager"] > 0
+    assert result["cases"][0]["passes"]["bwd"]["frac_copy"]["ours"] > 0
+    assert result["cases"][1]["passes"]["fwd"]["roofline_ms"] > 0
+    assert result["ceilings"]["copy_by_bytes_gbps"]
+    assert "geomean speedup" in stdout
+
+
+def test_bench_real_kernels(tmp_path):
+    """With sepconv1d built: its CPU kernels against float64 on a few shrunken cases."""
+    if importlib.util.find_spec("sepconv1d") is None:
+        pytest.skip("sepconv1d is not installed")
+    try:
+        import sepconv1d  # noqa: F401
+    except ImportError as err:
+        pytest.skip(f"sepconv1d is not built: {err}")
+    result, _ = _run_bench(tmp_path, "--filter", r"K9 same|causal bf16 cl|Mamba.*cl|seed/.*/fp32|QuartzNet")
+    assert result["env"]["ours_impl"] == "sepconv1d"
+    bad = [(r["id"], r.get("error"), r["check"]) for r in result["cases"] if r["ok"] is not True]
+    assert not bad, bad

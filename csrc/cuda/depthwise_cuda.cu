@@ -1,0 +1,158 @@
+// CUDA kernels of torch.ops.sepconv1d.depthwise_conv1d and depthwise_conv1d_backward.
+// Kernels: depthwise_kernels.cuh; launch planning: depthwise_launch.cuh; design notes and
+// expected speeds: csrc/NOTES.md ("Depthwise CUDA v1").
+#include "cuda/depthwise_cuda.h"
+
+#include "common/conv_params.h"
+#include "common/dispatch.h"
+#include "cuda/cuda_utils.cuh"
+
+#define DW_HOST_CHECK(cond, msg) STD_TORCH_CHECK((cond), msg)
+#define DW_CHECK_LAUNCH(name) ::sepconv1d::cuda::check_launch(name)
+#include "cuda/depthwise_launch.cuh"
+
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/csrc/stable/tensor.h>
+
+#include <cstdint>
+#include <optional>
+#include <tuple>
+
+namespace sepconv1d {
+namespace cuda {
+
+namespace {
+
+dwk::Desc3 desc_of(const Tensor& t) { return {t.stride(0), t.stride(1), t.stride(2)}; }
+
+dwk::Problem problem_of(const ConvGeometry& g) {
+  return {g.batch, g.channels, g.length, g.out_length, g.kernel_size, g.stride, g.dilation,
+          g.pad_left};
+}
+
+dwk::DevInfo device_info(int device) {
+  static int optin[64] = {0};
+  dwk::DevInfo info;
+  info.device = device;
+  info.sms = sm_count(device);
+  int v = 0;
+  if (device >= 0 && device < 64 && optin[device] > 0) {
+    v = optin[device];
+  } else {
+    check_cuda(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+               "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
+    if (device >= 0 && device < 64) optin[device] = v;
+  }
+  info.smem_optin = v;
+  return info;
+}
+
+Tensor contiguous_if_needed(const Tensor& t) {
+  return t.is_contiguous() ? t : torch::stable::contiguous(t);
+}
+
+}  // namespace
+
+void depthwise_forward_into(const Tensor& x, const Tensor& weight,
+                            const std::optional<Tensor>& bias, const ConvGeometry& g, Tensor& y) {
+  if (y.numel() == 0) return;
+  torch::stable::accelerator::DeviceGuard guard(x.get_device_index());
+  const Tensor w = contiguous_if_needed(weight);
+  std::optional<Tensor> b;
+  if (bias.has_value()) b = contiguous_if_needed(*bias);
+  const int device = x.get_device_index();
+  const cudaStream_t stream = current_stream(x);
+  const dwk::DevInfo dev = device_info(device);
+  const dwk::Problem pr = problem_of(g);
+  dispatch_dtypes(x.scalar_type(), w.scalar_type(), "depthwise_conv1d", [&](auto xt, auto wt) {
+    using T = native_t<typename decltype(xt)::type>;
+    using W = native_t<typename decltype(wt)::type>;
+    const T* xp = static_cast<const T*>(x.const_data_ptr());
+    const W* wp = static_cast<const W*>(w.const_data_ptr());
+    const W* bp = b.has_value() ? static_cast<const W*>(b->const_data_ptr()) : nullptr;
+    T* yp = static_cast<T*>(y.mutable_data_ptr());
+    dwk::forward<T, W>(pr, xp, desc_of(x), wp, bp, yp, desc_of(y), stream, dev);
+  });
+}
+
+std::tuple<std::optional<Tensor>, std::optional<Tensor>, std::optional<Tensor>> depthwise_backward(
+    const Tensor& grad_out, const Tensor& x_in, const Tensor& weight, const ConvGeometry& g,
+    bool need_grad_x, bool need_grad_weight, bool need_grad_bias) {
+  std::optional<Tensor> dx, dw, db;
+  if (!need_grad_x && !need_grad_weight && !need_grad_bias) return {dx, dw, db};
+  torch::stable::accelerator::DeviceGuard guard(x_in.get_device_index());
+  const Tensor w = contiguous_if_needed(weight);
+  const Tensor x = as_kernel_layout(x_in);
+  const Tensor dy = to_layout(grad_out, is_channels_last(x));
+  const ScalarType wdtype = w.scalar_type();
+  if (need_grad_x) dx = new_activation(x, g.channels, g.length, x.scalar_type());
+  if (need_grad_weight) dw = new_param_grad(w, wdtype);
+  if (need_grad_bias) {
+    db = torch::stable::empty({g.channels}, wdtype, std::nullopt, x.device());
+  }
+  const int device = x.get_device_index();
+  const cudaStream_t stream = current_stream(x);
+  const dwk::DevInfo dev = device_info(device);
+  const dwk::Problem pr = problem_of(g);
+  // Workspace for the deterministic dw/db partial sums; lives until the launches are queued (the
+  // caching allocator keeps it stream-ordered).
+  std::optional<Tensor> workspace;
+  auto alloc = [&](size_t bytes) -> void* {
+    workspace = torch::stable::empty({static_cast<int64_t>(bytes)}, ScalarType::Byte, std::nullopt,
+                                     x.device());
+    return workspace->mutable_data_ptr();
+  };
+  dispatch_dtypes(x.scalar_type(), wdtype, "depthwise_conv1d_backward", [&](auto xt, auto wt) {
+    using T = native_t<typename decltype(xt)::type>;
+    using W = native_t<typename decltype(wt)::type>;
+    const T* dyp = static_cast<const T*>(dy.const_data_ptr());
+    const T* xp = static_cast<const T*>(x.const_data_ptr());
+    const W* wp = static_cast<const W*>(w.const_data_ptr());
+    T* dxp = dx.has_value() && dx->numel() > 0 ? static_cast<T*>(dx->mutable_data_ptr()) : nullptr;
+    W* dwp = dw.has_value() && dw->numel() > 0 ? static_cast<W*>(dw->mutable_data_ptr()) : nullptr;
+    W* dbp = db.has_value() && db->numel() > 0 ? static_cast<W*>(db->mutable_data_ptr()) : nullptr;
+    const dwk::Desc3 dxd = dx.has_value() ? desc_of(*dx) : dwk::Desc3{0, 0, 0};
+    dwk::backward<T, W>(pr, dyp, desc_of(dy), xp, desc_of(x), wp, dxp, dxd, dwp, dbp, alloc, stream,
+                        dev);
+  });
+  return {dx, dw, db};
+}
+
+namespace {
+
+Tensor depthwise_conv1d_cuda(Tensor x, Tensor weight, std::optional<Tensor> bias, int64_t stride,
+                             int64_t pad_left, int64_t pad_right, int64_t dilation) {
+  const ConvGeometry g = check_depthwise(x, weight, bias, stride, pad_left, pad_right, dilation);
+  torch::stable::accelerator::DeviceGuard guard(x.get_device_index());
+  weight = contiguous_if_needed(weight);
+  if (bias.has_value()) bias = contiguous_if_needed(*bias);
+  x = as_kernel_layout(x);
+  Tensor y = new_activation(x, g.channels, g.out_length, x.scalar_type());
+  depthwise_forward_into(x, weight, bias, g, y);
+  return y;
+}
+
+std::tuple<std::optional<Tensor>, std::optional<Tensor>, std::optional<Tensor>>
+depthwise_conv1d_backward_cuda(Tensor grad_out, Tensor x, Tensor weight, int64_t stride,
+                               int64_t pad_left, int64_t pad_right, int64_t dilation,
+                               bool need_grad_x, bool need_grad_weight, bool need_grad_bias) {
+  const ConvGeometry g =
+      check_depthwise(x, weight, std::nullopt, stride, pad_left, pad_right, dilation);
+  check_grad_out(grad_out, x, g);
+  torch::stable::accelerator::DeviceGuard guard(x.get_device_index());
+  weight = contiguous_if_needed(weight);
+  x = as_kernel_layout(x);
+  grad_out = to_layout(grad_out, is_channels_last(x));
+  return depthwise_backward(grad_out, x, weight, g, need_grad_x, need_grad_weight, need_grad_bias);
+}
+
+}  // namespace
+
+}  // namespace cuda
+}  // namespace sepconv1d
+
+STABLE_TORCH_LIBRARY_IMPL(sepconv1d, CUDA, m) {
+  m.impl("depthwise_conv1d", TORCH_BOX(&sepconv1d::cuda::depthwise_conv1d_cuda));
+  m.impl("depthwise_conv1d_backward", TORCH_BOX(&sepconv1d::cuda::depthwise_conv1d_backward_cuda));
+}

@@ -1,0 +1,134 @@
+// Host emulation of the small CUDA subset the depthwise kernels use, for testing their index maths
+// without a GPU (never part of the extension build). Each launch runs blockDim std::threads that
+// execute the blocks of the grid one after another; __syncthreads is a std::barrier, warp
+// shuffles exchange through a per-warp buffer between two warp barriers (so a divergent shuffle
+// or a divergent __syncthreads deadlocks instead of passing silently). Dynamic shared memory is a
+// malloc'd buffer of exactly the requested size (AddressSanitizer catches overruns) filled with
+// 0xFF bytes (NaN) before every block, so a read of shared memory no thread wrote shows up as NaN.
+#pragma once
+
+#ifndef DW_EMULATE
+#error "depthwise_emu.cuh is for host emulation builds (-DDW_EMULATE) only"
+#endif
+
+#include <barrier>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <vector_functions.h>
+#include <vector_types.h>
+
+#undef __global__
+#undef __device__
+#undef __host__
+#undef __forceinline__
+#undef __launch_bounds__
+#undef __shared__
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+
+#include <driver_types.h>  // cudaStream_t
+
+struct EmuDim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+
+namespace dwemu {
+inline thread_local EmuDim3 tl_thread, tl_block, tl_bdim, tl_gdim;
+inline thread_local unsigned char* tl_smem = nullptr;
+inline thread_local std::barrier<>* tl_bar = nullptr;
+inline thread_local std::barrier<>* tl_wbar = nullptr;
+inline thread_local uint64_t* tl_wbuf = nullptr;
+
+inline unsigned char* smem() { return tl_smem; }
+
+inline void check(bool ok, const char* what, const char* file, int line) {
+  if (!ok) {
+    std::fprintf(stderr, "DW_ASSERT failed: %s at %s:%d\n", what, file, line);
+    std::abort();
+  }
+}
+}  // namespace dwemu
+
+#define threadIdx (::dwemu::tl_thread)
+#define blockIdx (::dwemu::tl_block)
+#define blockDim (::dwemu::tl_bdim)
+#define gridDim (::dwemu::tl_gdim)
+
+inline void __syncthreads() { ::dwemu::tl_bar->arrive_and_wait(); }
+
+template <typename T>
+inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask) {
+  static_assert(sizeof(T) <= 8, "shuffle of at most 8 bytes");
+  ::dwemu::check(mask == 0xffffffffu, "full-warp shuffle", __FILE__, __LINE__);
+  uint64_t u = 0;
+  std::memcpy(&u, &v, sizeof(T));
+  const unsigned lane = threadIdx.x & 31u;
+  ::dwemu::tl_wbuf[lane] = u;
+  ::dwemu::tl_wbar->arrive_and_wait();
+  const uint64_t r = ::dwemu::tl_wbuf[lane ^ unsigned(lane_mask)];
+  ::dwemu::tl_wbar->arrive_and_wait();
+  T out;
+  std::memcpy(&out, &r, sizeof(T));
+  return out;
+}
+
+template <typename T>
+inline T __ldg(const T* p) {
+  return *p;
+}
+
+template <typename T>
+inline void __stwb(T* p, T v) {
+  *p = v;
+}
+
+namespace dwemu {
+
+// Runs kern(args...) on a grid of `grid` blocks of `block` threads with `smem` bytes of dynamic
+// shared memory.
+template <typename Kern, typename... Args>
+void launch(Kern kern, long long grid, int block, size_t smem, const Args&... args) {
+  check(grid >= 1 && grid <= INT_MAX, "grid size in [1, 2^31)", __FILE__, __LINE__);
+  check(block % 32 == 0 && block >= 32 && block <= 1024, "block size", __FILE__, __LINE__);
+  std::barrier<> bar(block);
+  std::vector<std::unique_ptr<std::barrier<>>> wbars;
+  for (int w = 0; w < block / 32; ++w) wbars.emplace_back(new std::barrier<>(32));
+  std::vector<uint64_t> wbuf(size_t(block), 0);
+  unsigned char* sm = smem > 0 ? static_cast<unsigned char*>(std::malloc(smem)) : nullptr;
+  std::vector<std::thread> threads;
+  threads.reserve(size_t(block));
+  for (int t = 0; t < block; ++t) {
+    threads.emplace_back([&, t]() {
+      tl_thread = EmuDim3{unsigned(t), 0, 0};
+      tl_bdim = EmuDim3{unsigned(block), 1, 1};
+      tl_gdim = EmuDim3{unsigned(grid), 1, 1};
+      tl_smem = sm;
+      tl_bar = &bar;
+      tl_wbar = wbars[size_t(t / 32)].get();
+      tl_wbuf = wbuf.data() + (t / 32) * 32;
+      for (long long g = 0; g < grid; ++g) {
+        if (t == 0 && sm != nullptr) std::memset(sm, 0xFF, smem);
+        bar.arrive_and_wait();
+        tl_block = EmuDim3{unsigned(g), 0, 0};
+        kern(args...);
+        bar.arrive_and_wait();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::free(sm);
+}
+
+}  // namespace dwemu

@@ -1,0 +1,438 @@
+// Host-emulation test of the depthwise CUDA kernels (index maths, padding, strides, layouts,
+// alignment fallbacks, splits, determinism) against a float64 reference. Not part of the build:
+//   g++ -std=c++20 -O1 -g -fsanitize=address,undefined -x c++ -DDW_EMULATE -DDW_EMU_MAIN \
+//     -I csrc -I <torch>/include -I <cuda>/include csrc/cuda/depthwise_emu_test.cuh -o dwemu -pthread
+//   ./dwemu [n_random_cases] [seed]
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+static std::string g_last_kernels;
+#define DW_HOST_CHECK(cond, msg)                                  \
+  do {                                                            \
+    if (!(cond)) {                                                \
+      std::fprintf(stderr, "host check failed: %s\n", msg);       \
+      std::abort();                                               \
+    }                                                             \
+  } while (0)
+#define DW_CHECK_LAUNCH(name) (g_last_kernels += std::string(name) + " ")
+
+#include "cuda/depthwise_launch.cuh"
+
+namespace dwtest {
+
+using namespace sepconv1d::cuda::dwk;
+
+template <typename T>
+double to_d(T v) {
+  return double(in_cvt(v));
+}
+template <typename T>
+T from_d(double v) {
+  if constexpr (std::is_same_v<T, double>) {
+    return v;
+  } else {
+    return out_cvt<T>(float(v));
+  }
+}
+template <typename T>
+double out_eps() {
+  if constexpr (std::is_same_v<T, double>) return 0x1p-52;
+  if constexpr (std::is_same_v<T, float>) return 0x1p-23;
+  if constexpr (std::is_same_v<T, __half>) return 0x1p-10;
+  return 0x1p-7;
+}
+// absolute rounding error of subnormal outputs
+template <typename T>
+double out_abs() {
+  if constexpr (std::is_same_v<T, __half>) return 0x1p-24;
+  return 1e-300;
+}
+template <typename T>
+T poison() {
+  T v;
+  std::memset(&v, 0xFF, sizeof(T));  // NaN for every float format
+  return v;
+}
+template <typename T>
+bool same_bits(T a, T b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+enum LayoutKind { L_CF, L_CFPAD, L_CL, L_CLPAD, L_STRIDED, L_NKINDS };
+const char* kind_name(int k) {
+  static const char* n[] = {"cf", "cfpad", "cl", "clpad", "strided"};
+  return n[k];
+}
+
+// A (B, C, n) tensor with the given layout, `offset` elements into its storage.
+template <typename T>
+struct Buf {
+  std::vector<T> store;
+  int64_t offset = 0;
+  Desc3 d{};
+  int64_t B = 0, C = 0, n = 0;
+  T* ptr() { return store.data() + offset; }
+  int64_t idx(int64_t b, int64_t c, int64_t l) const { return offset + b * d.sb + c * d.sc + l * d.sl; }
+  T& at(int64_t b, int64_t c, int64_t l) { return store[size_t(idx(b, c, l))]; }
+  void init(int kind, int64_t B_, int64_t C_, int64_t n_, int64_t off) {
+    B = B_;
+    C = C_;
+    n = n_;
+    offset = off;
+    switch (kind) {
+      case L_CF: d = {C * n, n, 1}; break;
+      case L_CFPAD: d = {C * (n + 3) + 5, n + 3, 1}; break;
+      case L_CL: d = {n * C, 1, C}; break;
+      case L_CLPAD: d = {n * (C + 3) + 7, 1, C + 3}; break;
+      default: d = {C * n * 2 + 1, n * 2, 2}; break;
+    }
+    int64_t maxi = 0;
+    if (B > 0 && C > 0 && n > 0) maxi = (B - 1) * d.sb + (C - 1) * d.sc + (n - 1) * d.sl;
+    store.assign(size_t(offset + maxi + 1), poison<T>());
+  }
+};
+
+struct Case {
+  int64_t B, C, L, K, s, d, pl, pr;
+  bool bias;
+  int xkind, ykind;  // ykind: layout of y / dy / dx
+  int xoff, yoff;
+  Tuning tune;
+};
+
+std::string describe(const Case& c) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "B%lld C%lld L%lld K%lld s%lld d%lld pad(%lld,%lld) bias%d x:%s+%d y:%s+%d "
+                "spec%d direct%d smem%lld grid%lld split%lld",
+                (long long)c.B, (long long)c.C, (long long)c.L, (long long)c.K, (long long)c.s,
+                (long long)c.d, (long long)c.pl, (long long)c.pr, int(c.bias), kind_name(c.xkind),
+                c.xoff, kind_name(c.ykind), c.yoff, int(c.tune.allow_specialized),
+                int(c.tune.force_direct), (long long)c.tune.smem_limit, (long long)c.tune.max_grid,
+                (long long)c.tune.force_split);
+  return buf;
+}
+
+int g_failures = 0;
+std::map<std::string, int> g_kernel_counts;
+
+void note_kernels() {
+  size_t pos = 0;
+  while (pos < g_last_kernels.size()) {
+    size_t e = g_last_kernels.find(' ', pos);
+    if (e == std::string::npos) e = g_last_kernels.size();
+    if (e > pos) g_kernel_counts[g_last_kernels.substr(pos, e - pos)]++;
+    pos = e + 1;
+  }
+  g_last_kernels.clear();
+}
+
+template <typename T, typename W>
+bool run_case(const Case& cs, std::mt19937_64& rng, bool verbose) {
+  using A = acc_of<T>;
+  const int64_t Lo = (cs.L + cs.pl + cs.pr - cs.d * (cs.K - 1) - 1) / cs.s + 1;
+  if (cs.L + cs.pl + cs.pr < cs.d * (cs.K - 1) + 1) return true;  // rejected by the op checks
+  Problem pr{cs.B, cs.C, cs.L, Lo, cs.K, cs.s, cs.d, cs.pl};
+  std::uniform_real_distribution<double> U(-1.0, 1.0);
+
+  Buf<T> x, y, dy, dx, y2, dx2;
+  x.init(cs.xkind, cs.B, cs.C, cs.L, cs.xoff);
+  for (int64_t b = 0; b < cs.B; ++b)
+    for (int64_t c = 0; c < cs.C; ++c)
+      for (int64_t l = 0; l < cs.L; ++l) x.at(b, c, l) = from_d<T>(U(rng));
+  std::vector<W> w(size_t(cs.C * cs.K)), bias(size_t(cs.C));
+  for (auto& v : w) v = from_d<W>(U(rng));
+  for (auto& v : bias) v = from_d<W>(U(rng));
+  const W* bias_p = cs.bias ? bias.data() : nullptr;
+
+  DevInfo dev;
+  dev.sms = 4;
+  dev.smem_optin = 227 * 1024;
+  bool ok = true;
+  auto fail = [&](const char* what, int64_t b, int64_t c, int64_t l, double got, double want) {
+    if (ok) {
+      std::printf("FAIL %s [%s] at (%lld,%lld,%lld): got %.9g want %.9g  kernels: %s\n", what,
+                  describe(cs).c_str(), (long long)b, (long long)c, (long long)l, got, want,
+                  g_last_kernels.c_str());
+    }
+    ok = false;
+  };
+
+  // ---------------- forward ----------------
+  y.init(cs.ykind, cs.B, cs.C, Lo, cs.yoff);
+  y2.init(cs.ykind, cs.B, cs.C, Lo, cs.yoff);
+  g_last_kernels.clear();
+  forward<T, W>(pr, x.ptr(), x.d, w.data(), bias_p, y.ptr(), y.d, nullptr, dev, cs.tune);
+  const std::string fwd_kernels = g_last_kernels;
+  forward<T, W>(pr, x.ptr(), x.d, w.data(), bias_p, y2.ptr(), y2.d, nullptr, dev, cs.tune);
+  for (int64_t b = 0; b < cs.B; ++b)
+    for (int64_t c = 0; c < cs.C; ++c)
+      for (int64_t j = 0; j < Lo; ++j) {
+        double ref = cs.bias ? to_d(bias[size_t(c)]) : 0.0;
+        double mag = std::fabs(ref);
+        for (int64_t k = 0; k < cs.K; ++k) {
+          const int64_t pos = j * cs.s - cs.pl + k * cs.d;
+          if (pos >= 0 && pos < cs.L) {
+            const double t = to_d(w[size_t(c * cs.K + k)]) * to_d(x.at(b, c, pos));
+            ref += t;
+            mag += std::fabs(t);
+          }
+        }
+        const double got = to_d(y.at(b, c, j));
+        const double tol = 4.0 * (cs.K + 2) * std::numeric_limits<A>::epsilon() * mag +
+                           out_eps<T>() * std::fabs(ref) + out_abs<T>();
+        if (!(std::fabs(got - ref) <= tol)) fail("fwd", b, c, j, got, ref);
+        if (!same_bits(y.at(b, c, j), y2.at(b, c, j))) fail("fwd-determinism", b, c, j, got, ref);
+      }
+  // Elements of y's storage outside the tensor stay untouched.
+  {
+    std::vector<char> mark(y.store.size(), 0);
+    for (int64_t b = 0; b < cs.B; ++b)
+      for (int64_t c = 0; c < cs.C; ++c)
+        for (int64_t j = 0; j < Lo; ++j) mark[size_t(y.idx(b, c, j))] = 1;
+    for (size_t i = 0; i < mark.size(); ++i)
+      if (!mark[i] && !same_bits(y.store[i], poison<T>())) fail("fwd-outside-write", -1, -1, int64_t(i), 0, 0);
+  }
+  g_last_kernels = fwd_kernels;
+  note_kernels();
+
+  // ---------------- backward ----------------
+  dy.init(cs.ykind, cs.B, cs.C, Lo, cs.yoff);
+  for (int64_t b = 0; b < cs.B; ++b)
+    for (int64_t c = 0; c < cs.C; ++c)
+      for (int64_t j = 0; j < Lo; ++j) dy.at(b, c, j) = from_d<T>(U(rng));
+  // dx in x's layout kind (like new_activation), but its own offset
+  const int dxkind = cs.xkind == L_STRIDED ? L_CF : cs.xkind;
+  dx.init(dxkind, cs.B, cs.C, cs.L, cs.yoff);
+  dx2.init(dxkind, cs.B, cs.C, cs.L, cs.yoff);
+  // which gradients: all, or a subset chosen from the case
+  const int mask = int((cs.B * 7 + cs.C * 3 + cs.K + cs.L) % 8);
+  const bool want_x = (mask & 1) || mask == 0;
+  const bool want_w = (mask & 2) || mask == 0;
+  const bool want_b = (mask & 4) || mask == 0;
+  std::vector<W> dw(size_t(cs.C * cs.K), poison<W>()), db(size_t(cs.C), poison<W>());
+  std::vector<W> dw2 = dw, db2 = db;
+  std::vector<std::vector<unsigned char>> workspaces;
+  auto alloc = [&](size_t bytes) -> void* {
+    workspaces.emplace_back(bytes + 16);
+    void* p = workspaces.back().data();
+    std::memset(p, 0xFF, bytes);
+    return p;
+  };
+  g_last_kernels.clear();
+  backward<T, W>(pr, dy.ptr(), dy.d, x.ptr(), x.d, w.data(), want_x ? dx.ptr() : nullptr, dx.d,
+                 want_w ? dw.data() : nullptr, want_b ? db.data() : nullptr, alloc, nullptr, dev,
+                 cs.tune);
+  const std::string bwd_kernels = g_last_kernels;
+  backward<T, W>(pr, dy.ptr(), dy.d, x.ptr(), x.d, w.data(), want_x ? dx2.ptr() : nullptr, dx2.d,
+                 want_w ? dw2.data() : nullptr, want_b ? db2.data() : nullptr, alloc, nullptr, dev,
+                 cs.tune);
+  g_last_kernels = bwd_kernels;
+  if (want_x) {
+    for (int64_t b = 0; b < cs.B; ++b)
+      for (int64_t c = 0; c < cs.C; ++c)
+        for (int64_t i = 0; i < cs.L; ++i) {
+          double ref = 0, mag = 0;
+          for (int64_t k = 0; k < cs.K; ++k) {
+            const int64_t num = i + cs.pl - k * cs.d;
+            if (num < 0 || num % cs.s != 0) continue;
+            const int64_t j = num / cs.s;
+            if (j >= Lo) continue;
+            const double t = to_d(w[size_t(c * cs.K + k)]) * to_d(dy.at(b, c, j));
+            ref += t;
+            mag += std::fabs(t);
+          }
+          const double got = to_d(dx.at(b, c, i));
+          const double tol = 4.0 * (cs.K + 2) * std::numeric_limits<A>::epsilon() * mag +
+                             out_eps<T>() * std::fabs(ref) + out_abs<T>();
+          if (!(std::fabs(got - ref) <= tol)) fail("dx", b, c, i, got, ref);
+          if (!same_bits(dx.at(b, c, i), dx2.at(b, c, i))) fail("dx-determinism", b, c, i, got, ref);
+        }
+    std::vector<char> mark(dx.store.size(), 0);
+    for (int64_t b = 0; b < cs.B; ++b)
+      for (int64_t c = 0; c < cs.C; ++c)
+        for (int64_t i = 0; i < cs.L; ++i) mark[size_t(dx.idx(b, c, i))] = 1;
+    for (size_t i = 0; i < mark.size(); ++i)
+      if (!mark[i] && !same_bits(dx.store[i], poison<T>())) fail("dx-outside-write", -1, -1, int64_t(i), 0, 0);
+  }
+  const double n_terms = double(cs.B * Lo + 64);
+  if (want_w) {
+    for (int64_t c = 0; c < cs.C; ++c)
+      for (int64_t k = 0; k < cs.K; ++k) {
+        double ref = 0, mag = 0;
+        for (int64_t b = 0; b < cs.B; ++b)
+          for (int64_t j = 0; j < Lo; ++j) {
+            const int64_t pos = j * cs.s - cs.pl + k * cs.d;
+            if (pos < 0 || pos >= cs.L) continue;
+            const double t = to_d(dy.at(b, c, j)) * to_d(x.at(b, c, pos));
+            ref += t;
+            mag += std::fabs(t);
+          }
+        const double got = to_d(dw[size_t(c * cs.K + k)]);
+        const double tol = 2.0 * n_terms * std::numeric_limits<A>::epsilon() * mag +
+                           out_eps<W>() * std::fabs(ref) + out_abs<W>();
+        if (!(std::fabs(got - ref) <= tol)) fail("dw", 0, c, k, got, ref);
+        if (!same_bits(dw[size_t(c * cs.K + k)], dw2[size_t(c * cs.K + k)])) fail("dw-determinism", 0, c, k, got, ref);
+      }
+  }
+  if (want_b) {
+    for (int64_t c = 0; c < cs.C; ++c) {
+      double ref = 0, mag = 0;
+      for (int64_t b = 0; b < cs.B; ++b)
+        for (int64_t j = 0; j < Lo; ++j) {
+          const double t = to_d(dy.at(b, c, j));
+          ref += t;
+          mag += std::fabs(t);
+        }
+      const double got = to_d(db[size_t(c)]);
+      const double tol = 2.0 * n_terms * std::numeric_limits<A>::epsilon() * mag +
+                         out_eps<W>() * std::fabs(ref) + out_abs<W>();
+      if (!(std::fabs(got - ref) <= tol)) fail("db", 0, c, 0, got, ref);
+      if (!same_bits(db[size_t(c)], db2[size_t(c)])) fail("db-determinism", 0, c, 0, got, ref);
+    }
+  }
+  note_kernels();
+  if (verbose || !ok) {
+    std::printf("%s %s [x%d w%d b%d] fwd: %s bwd: %s\n", ok ? "ok  " : "FAIL", describe(cs).c_str(),
+                int(want_x), int(want_w), int(want_b), fwd_kernels.c_str(), bwd_kernels.c_str());
+  }
+  if (!ok) ++g_failures;
+  return ok;
+}
+
+template <typename F>
+void for_types(int which, F&& f) {
+  switch (which % 6) {
+    case 0: f(float{}, float{}); break;
+    case 1: f(__nv_bfloat16{}, float{}); break;
+    case 2: f(__half{}, __half{}); break;
+    case 3: f(double{}, double{}); break;
+    case 4: f(__nv_bfloat16{}, __nv_bfloat16{}); break;
+    default: f(__half{}, float{}); break;
+  }
+}
+
+int main_impl(int argc, char** argv) {
+  const int n_random = argc > 1 ? std::atoi(argv[1]) : 200;
+  const uint64_t seed = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1234;
+  const bool verbose = argc > 3;
+  std::mt19937_64 rng(seed);
+  int n = 0;
+
+  auto run = [&](const Case& cs, int types) {
+    for_types(types, [&](auto t, auto w) {
+      using T = decltype(t);
+      using W = decltype(w);
+      run_case<T, W>(cs, rng, verbose);
+    });
+    ++n;
+  };
+
+  // Fixed cases: every K specialisation and the generic path, both layouts, every dtype pair.
+  for (int types = 0; types < 6; ++types) {
+    for (int64_t K : {1, 3, 4, 5, 9, 31}) {
+      for (int xkind : {L_CF, L_CL}) {
+        Case cs{2, 5, 300, K, 1, 1, (K - 1) / 2, K / 2, true, xkind, xkind, 0, 0, Tuning{}};
+        run(cs, types);
+        cs.pl = K - 1;  // causal
+        cs.pr = 0;
+        cs.bias = false;
+        run(cs, types);
+      }
+    }
+  }
+  // Multi-tile rows (fp32 CF tile = 2048, CL tile = 32 positions), 130 channels (2 CL groups).
+  {
+    Case cs{2, 3, 4500, 5, 1, 1, 2, 2, true, L_CF, L_CF, 0, 0, Tuning{}};
+    run(cs, 0);
+    run(cs, 1);
+    cs.C = 130;
+    cs.L = 100;
+    cs.xkind = cs.ykind = L_CL;
+    run(cs, 0);
+    run(cs, 2);
+  }
+
+  // Real-model-like shapes, scaled down (types: 0 fp32, 1 bf16/fp32 w, 2 fp16, 3 fp64).
+  {
+    struct M {
+      int64_t C, L, K, s, d, pl, pr;
+      int kind, types;
+    };
+    const M models[] = {
+        {6, 700, 63, 1, 1, 31, 31, L_CF, 0},   // QuartzNet block
+        {6, 700, 63, 1, 1, 31, 31, L_CL, 1},
+        {5, 835, 87, 1, 2, 86, 86, L_CF, 2},   // QuartzNet last (dilation 2)
+        {5, 1670, 33, 2, 1, 16, 16, L_CF, 0},  // QuartzNet first (stride 2)
+        {5, 1670, 33, 2, 1, 16, 16, L_CL, 1},
+        {4, 900, 7, 1, 9, 27, 27, L_CF, 0},    // SNAC (dilation 9)
+        {4, 500, 31, 1, 1, 15, 15, L_CL, 2},   // Conformer
+        {130, 60, 4, 1, 1, 3, 0, L_CL, 1},     // Mamba causal K=4, channel-last
+        {9, 1100, 4, 1, 1, 3, 0, L_CF, 1},     // Mamba causal K=4, channel-first
+        {7, 210, 9, 1, 1, 8, 0, L_CF, 1},      // FastConformer causal
+        {7, 250, 11, 1, 1, 5, 5, L_CL, 0},     // Citrinet
+    };
+    for (const M& m : models) {
+      Case cs{2, m.C, m.L, m.K, m.s, m.d, m.pl, m.pr, true, m.kind, m.kind, 0, 0, Tuning{}};
+      run(cs, m.types);
+    }
+  }
+
+  // Random cases.
+  std::uniform_int_distribution<int> pick(0, 1 << 30);
+  auto choice = [&](std::initializer_list<int64_t> v) {
+    return *(v.begin() + pick(rng) % v.size());
+  };
+  for (int r = 0; r < n_random; ++r) {
+    Case cs{};
+    cs.B = choice({1, 1, 2, 3});
+    cs.C = choice({1, 2, 3, 5, 8, 33, 130});
+    cs.K = choice({1, 2, 3, 3, 4, 5, 5, 7, 9, 9, 13, 31});
+    cs.s = choice({1, 1, 1, 2, 3});
+    cs.d = choice({1, 1, 1, 2, 3});
+    cs.L = choice({1, 2, 3, 7, 37, 64, 130, 257, 600, 1100, 2100});
+    const int64_t span = cs.d * (cs.K - 1);
+    switch (pick(rng) % 6) {
+      case 0: cs.pl = span / 2; cs.pr = span - span / 2; break;       // same
+      case 1: cs.pl = span; cs.pr = 0; break;                         // causal
+      case 2: cs.pl = 0; cs.pr = 0; break;                            // valid
+      case 3: cs.pl = choice({0, 1, 2, 5}); cs.pr = choice({0, 3, 6}); break;
+      case 4: cs.pl = span + choice({1, 3, 9}); cs.pr = choice({0, 2}); break;  // pad > span
+      default: cs.pl = span / 2 + 1; cs.pr = span; break;
+    }
+    if (cs.L + cs.pl + cs.pr < span + 1) cs.pr += span + 1 - (cs.L + cs.pl + cs.pr);
+    cs.bias = pick(rng) % 2;
+    cs.xkind = int(pick(rng) % L_NKINDS);
+    // y follows x (new_activation), sometimes another layout (direct path in backward)
+    cs.ykind = (pick(rng) % 5 == 0) ? int(pick(rng) % L_NKINDS)
+                                    : (cs.xkind == L_CL || cs.xkind == L_CLPAD ? L_CL : L_CF);
+    cs.xoff = choice({0, 0, 0, 1, 2, 3});
+    cs.yoff = choice({0, 0, 0, 1, 2});
+    const int t = pick(rng) % 10;
+    if (t == 0) cs.tune.allow_specialized = false;
+    if (t == 1) cs.tune.force_direct = true;
+    if (t == 2) cs.tune.max_grid = 3;
+    if (t == 3) cs.tune.force_split = choice({1, 2, 3, 7});
+    if (t == 4) cs.tune.smem_limit = 4096;  // forces the direct kernels for larger tiles
+    // keep the emulation time sane
+    if (cs.B * cs.C * cs.L > 40000) cs.L = std::max<int64_t>(1, 40000 / (cs.B * cs.C));
+    if (cs.L + cs.pl + cs.pr < span + 1) cs.pr += span + 1 - (cs.L + cs.pl + cs.pr);
+    run(cs, int(pick(rng) % 6));
+  }
+  std::printf("%d cases, %d failures\n", n, g_failures);
+  for (auto& kv : g_kernel_counts) std::printf("  %-28s %d\n", kv.first.c_str(), kv.second);
+  return g_failures == 0 ? 0 : 1;
+}
+
+}  // namespace dwtest
+
+#ifdef DW_EMU_MAIN
+int main(int argc, char** argv) { return dwtest::main_impl(argc, argv); }
+#endif

@@ -1,0 +1,1555 @@
+// Depthwise Conv1d CUDA kernels (forward and fused backward). Torch-free: the launch planning lives
+// in depthwise_launch.cuh and the torch glue in depthwise_cuda.cu. Compiled with -DDW_EMULATE the
+// same code runs on the host under depthwise_emu.cuh (one std::thread per CUDA thread), which is
+// how the index maths is tested without a GPU (see depthwise_emu_test.cuh).
+//
+// Semantics: y[b,c,j] = bias[c] + sum_k w[c,k] * x[b,c, j*s - pl + k*d], zero padding.
+//
+// Layouts. CF = channel-first (unit stride along L), CL = channel-last (unit stride along C); any
+// batch / other stride. Element types: T (activations) in {float, double, __half, __nv_bfloat16},
+// W (weights) in {T, float}; accumulation A = float (double for double).
+//
+// Vector unit. V = 16 / sizeof(A) elements (4 for float accumulation, 2 for double). Global
+// accesses move V elements at once (16 B for float/double, 8 B for half types) when the host has
+// checked the alignment; shared tiles always hold A, so every shared access is a 16-byte vector.
+//
+// CF tile kernels: a block of 128 threads owns a tile of TJ = 128 * V * items consecutive outputs
+// of one (b, c) row. The tile of x (plus halo) is converted to A in shared memory, vector-aligned
+// to the global element index (origin a0 = floor_V(j0*s - pl)), so the window of a thread that
+// owns V consecutive outputs starts OFF = (-pl) mod V elements into a vector. OFF is the same for
+// every tile of a launch; the compute is instantiated for each OFF and picked by a uniform switch,
+// which keeps all window indices compile-time (registers, no local memory).
+//   Fast path (stride 1, dilation 1): each thread owns V consecutive outputs per item. With K known
+//   at compile time the whole window is loaded with 16-byte LDS and reused across all taps. With K
+//   at run time taps are processed in chunks of V with a ring of three window vectors (one new
+//   LDS.128 + one broadcast LDS.128 of weights per V*V FMAs).
+//   General path (any stride/dilation, run-time K): thread t owns outputs t, t+128, ... and reads
+//   scalars (lane-consecutive, conflict-free for stride 1).
+// CL tile kernels: a block owns 32 channel vectors (32*V channels) x TP positions. Warp w covers
+//   channel vectors 8w..8w+7 (lane & 7) and 4 position groups (lane >> 3); a thread owns V
+//   consecutive positions x V channels per item. Taps in chunks of V; weights live in shared
+//   memory as [tap][channel vector][V] (copied to registers per tile when K is compile-time).
+// Backward: dx and the dw/db partial sums are computed in one pass over one x tile and one dy
+//   tile. dx (stride 1) is the correlation of dy with the flipped kernel; the run-time-K path pads
+//   the flipped kernel in front to a multiple of V so its window offset (1 - OFF) mod V is also a
+//   compile-time constant. dw/db partials are reduced deterministically: registers -> warp
+//   reduce-scatter (fixed butterfly) -> per-warp shared slots (each slot has one owner lane) ->
+//   fixed-order sum per block -> workspace part[split][k][c] -> dw_reduce_kernel sums the splits in
+//   order. No atomics anywhere, so dw/db are bit-identical run to run on a given device.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <vector_types.h>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#ifdef DW_EMULATE
+#include "cuda/depthwise_emu.cuh"
+#define DW_DEV inline
+#define DW_ASSERT(cond) ::dwemu::check((cond), #cond, __FILE__, __LINE__)
+#else
+#define DW_DEV __device__ __forceinline__
+#define DW_ASSERT(cond) ((void)0)
+#endif
+
+namespace sepconv1d {
+namespace cuda {
+namespace dwk {
+
+constexpr int kThreads = 128;       // every tile kernel
+constexpr int kWarps = kThreads / 32;
+constexpr int kCfItemsFwd = 4;      // CF forward: up to 4 vectors of outputs per thread
+constexpr int kCfItemsBwd = 4;      // CF backward
+constexpr int kClItemsFwd = 2;      // CL forward: up to 2 runs of V positions per thread
+constexpr int kClItemsBwd = 2;      // CL backward
+constexpr int kClVecs = 32;         // channel vectors per CL block
+constexpr int kClGroups = 4;        // position groups per CL warp (lane >> 3)
+constexpr int kCfLoadUnroll = kCfItemsFwd + 1;  // 640 vectors per pass: tile + halo, K < ~400
+constexpr int kClLoadUnroll = 11;                // 44 rows of 32 vectors per pass
+constexpr int kCfBwdLoadUnroll = 5;              // x and dy tiles interleaved
+constexpr int kClBwdLoadUnroll = 5;
+// Minimum resident blocks per SM (__launch_bounds__), i.e. register caps of 64 / 128 / 128 / 128.
+constexpr int kCfFwdMinBlocks = 8;
+constexpr int kCfBwdMinBlocks = 4;
+constexpr int kClFwdMinBlocks = 4;
+constexpr int kClBwdMinBlocks = 4;
+
+template <typename T>
+struct AccOf {
+  using type = float;
+};
+template <>
+struct AccOf<double> {
+  using type = double;
+};
+template <typename T>
+using acc_of = typename AccOf<T>::type;
+
+template <typename A>
+constexpr int vec_of() {
+  return int(16 / sizeof(A));
+}
+
+template <int N>
+using IC = std::integral_constant<int, N>;
+
+// ------------------------------------------------------------------------------------------------
+// Scalar conversions
+// ------------------------------------------------------------------------------------------------
+DW_DEV float in_cvt(float v) { return v; }
+DW_DEV double in_cvt(double v) { return v; }
+DW_DEV float in_cvt(__half v) { return __half2float(v); }
+DW_DEV float in_cvt(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T, typename A>
+DW_DEV T out_cvt(A v) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    return static_cast<T>(v);
+  } else if constexpr (std::is_same_v<T, __half>) {
+    return __float2half_rn(static_cast<float>(v));
+  } else {
+    static_assert(std::is_same_v<T, __nv_bfloat16>, "unsupported type");
+    return __float2bfloat16_rn(static_cast<float>(v));
+  }
+}
+
+DW_DEV float dfma(float a, float b, float c) { return fmaf(a, b, c); }
+DW_DEV double dfma(double a, double b, double c) { return fma(a, b, c); }
+
+DW_DEV float bits_to_float(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Vector accesses. Global: V elements of T (16 B or 8 B), pointer aligned to V*sizeof(T).
+// Shared: V elements of A (16 B), pointer aligned to 16.
+// ------------------------------------------------------------------------------------------------
+template <typename T>
+DW_DEV void unpack2(uint32_t u, float& a, float& b) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    a = bits_to_float(u << 16);
+    b = bits_to_float(u & 0xffff0000u);
+  } else {
+    static_assert(std::is_same_v<T, __half>, "unpack2: half types only");
+    __half2 h;
+    memcpy(&h, &u, 4);
+    const float2 f = __half22float2(h);
+    a = f.x;
+    b = f.y;
+  }
+}
+
+template <typename T>
+DW_DEV uint32_t pack2(float a, float b) {
+  uint32_t u;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    memcpy(&u, &h, 4);
+  } else {
+    static_assert(std::is_same_v<T, __half>, "pack2: half types only");
+    const __half2 h = __floats2half2_rn(a, b);
+    memcpy(&u, &h, 4);
+  }
+  return u;
+}
+
+template <typename T, typename A, int V>
+DW_DEV void gload_vec(const T* p, A* o) {
+  DW_ASSERT(reinterpret_cast<uintptr_t>(p) % (V * sizeof(T)) == 0);
+  if constexpr (std::is_same_v<T, float>) {
+    static_assert(V == 4, "float vectors are 4 wide");
+    const float4 r = __ldg(reinterpret_cast<const float4*>(p));
+    o[0] = r.x;
+    o[1] = r.y;
+    o[2] = r.z;
+    o[3] = r.w;
+  } else if constexpr (std::is_same_v<T, double>) {
+    static_assert(V == 2, "double vectors are 2 wide");
+    const double2 r = __ldg(reinterpret_cast<const double2*>(p));
+    o[0] = r.x;
+    o[1] = r.y;
+  } else {
+    static_assert(V == 4, "half vectors are 4 wide");
+    const uint2 r = __ldg(reinterpret_cast<const uint2*>(p));
+    unpack2<T>(r.x, o[0], o[1]);
+    unpack2<T>(r.y, o[2], o[3]);
+  }
+}
+
+// Plain (weak, write-back) vector stores. Written as PTX because the compiler split a vector store
+// through a cast pointer into scalar stores in some kernels, and __stwb emits a strong store.
+DW_DEV void st_v4f32(float* p, float a, float b, float c, float d) {
+#ifdef DW_EMULATE
+  p[0] = a;
+  p[1] = b;
+  p[2] = c;
+  p[3] = d;
+#else
+  asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d));
+#endif
+}
+DW_DEV void st_v2f64(double* p, double a, double b) {
+#ifdef DW_EMULATE
+  p[0] = a;
+  p[1] = b;
+#else
+  asm volatile("st.global.v2.f64 [%0], {%1, %2};" ::"l"(p), "d"(a), "d"(b));
+#endif
+}
+DW_DEV void st_v2u32(void* p, uint32_t a, uint32_t b) {
+#ifdef DW_EMULATE
+  std::memcpy(p, &a, 4);
+  std::memcpy(static_cast<char*>(p) + 4, &b, 4);
+#else
+  asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(a), "r"(b));
+#endif
+}
+
+template <typename T, typename A, int V>
+DW_DEV void gstore_vec(T* p, const A* v) {
+  DW_ASSERT(reinterpret_cast<uintptr_t>(p) % (V * sizeof(T)) == 0);
+  if constexpr (std::is_same_v<T, float>) {
+    st_v4f32(p, v[0], v[1], v[2], v[3]);
+  } else if constexpr (std::is_same_v<T, double>) {
+    st_v2f64(p, v[0], v[1]);
+  } else {
+    st_v2u32(p, pack2<T>(v[0], v[1]), pack2<T>(v[2], v[3]));
+  }
+}
+
+template <typename A, int V>
+DW_DEV void sload(const A* s, A* o) {
+  DW_ASSERT(reinterpret_cast<uintptr_t>(s) % 16 == 0);
+  if constexpr (std::is_same_v<A, float>) {
+    const float4 r = *reinterpret_cast<const float4*>(s);
+    o[0] = r.x;
+    o[1] = r.y;
+    o[2] = r.z;
+    o[3] = r.w;
+  } else {
+    const double2 r = *reinterpret_cast<const double2*>(s);
+    o[0] = r.x;
+    o[1] = r.y;
+  }
+}
+
+template <typename A, int V>
+DW_DEV void sstore(A* s, const A* v) {
+  DW_ASSERT(reinterpret_cast<uintptr_t>(s) % 16 == 0);
+  if constexpr (std::is_same_v<A, float>) {
+    *reinterpret_cast<float4*>(s) = make_float4(v[0], v[1], v[2], v[3]);
+  } else {
+    *reinterpret_cast<double2*>(s) = make_double2(v[0], v[1]);
+  }
+}
+
+// V consecutive outputs of a CF row at position j (row has unit stride, length len).
+template <typename T, typename A, int V>
+DW_DEV void cf_store(T* row, int64_t j, int64_t len, const A* v, bool vec_ok) {
+  if (vec_ok && j + V <= len) {
+    gstore_vec<T, A, V>(row + j, v);
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      if (j + e < len) row[j + e] = out_cvt<T>(v[e]);
+    }
+  }
+}
+
+// V consecutive channels c..c+V-1 of one CL position (pos points at channel 0, unit stride).
+template <typename T, typename A, int V>
+DW_DEV void cl_store(T* pos, int64_t c, int64_t C, const A* v, bool vec_ok) {
+  if (c >= C) return;
+  if (vec_ok && c + V <= C) {
+    gstore_vec<T, A, V>(pos + c, v);
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      if (c + e < C) pos[c + e] = out_cvt<T>(v[e]);
+    }
+  }
+}
+
+// Shared memory of a tile kernel (dynamic, 16-byte aligned).
+template <typename A>
+DW_DEV A* smem_base() {
+#ifdef DW_EMULATE
+  return reinterpret_cast<A*>(::dwemu::smem());
+#else
+  extern __shared__ __align__(16) unsigned char dw_smem_raw[];
+  return reinterpret_cast<A*>(dw_smem_raw);
+#endif
+}
+
+// Calls f(IC<off>{}) for off in [0, V): the run-time alignment offset becomes a template argument.
+template <int V, typename F>
+DW_DEV void with_offset(int off, F&& f) {
+  if constexpr (V == 4) {
+    switch (off) {
+      case 0: f(IC<0>{}); break;
+      case 1: f(IC<1>{}); break;
+      case 2: f(IC<2>{}); break;
+      default: f(IC<3>{}); break;
+    }
+  } else {
+    static_assert(V == 2, "V is 2 or 4");
+    if (off == 0) {
+      f(IC<0>{});
+    } else {
+      f(IC<1>{});
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Tile loaders: global (any dtype, zero padding) -> shared (A)
+// ------------------------------------------------------------------------------------------------
+// A tile to load: shared destination, global source and its extent.
+template <typename T, typename A>
+struct TileSrc {
+  A* s;          // shared destination (nullptr: nothing to load)
+  const T* src;  // CF: row (unit stride); CL: batch base (unit channel stride)
+  int64_t a0;    // CF: first element (a multiple of V); CL: first position
+  int64_t len;   // CF: row length; CL: number of positions
+  int n;         // CF: vectors; CL: rows (of kClVecs vectors)
+  bool vec_ok;   // V-element global accesses are aligned
+};
+
+// CF: s[v*V + e] = row[a0 + v*V + e] for v < n (0 outside [0, len)).
+template <typename T, typename A, int V>
+DW_DEV void cf_fetch(const TileSrc<T, A>& t, int v, A* r) {
+  const int64_t g = t.a0 + int64_t(v) * V;
+  if (t.vec_ok && g >= 0 && g + V <= t.len) {
+    gload_vec<T, A, V>(t.src + g, r);
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const int64_t ge = g + e;
+      r[e] = (ge >= 0 && ge < t.len) ? A(in_cvt(t.src[ge])) : A(0);
+    }
+  }
+}
+
+// CL: s[(r*kClVecs + cv)*V + e] = src[(a0 + r)*sl + c0 + cv*V + e] (0 outside positions [0, len)
+// and channels [0, C)); idx = r*kClVecs + cv.
+template <typename T, typename A, int V>
+DW_DEV void cl_fetch(const TileSrc<T, A>& t, int64_t sl, int64_t c0, int64_t C, int idx, A* r) {
+  const int64_t p = t.a0 + idx / kClVecs;
+  const int64_t c = c0 + int64_t(idx % kClVecs) * V;
+  if (p >= 0 && p < t.len && c < C) {
+    const T* q = t.src + p * sl + c;
+    if (t.vec_ok && c + V <= C) {
+      gload_vec<T, A, V>(q, r);
+    } else {
+#pragma unroll
+      for (int e = 0; e < V; ++e) r[e] = (c + e < C) ? A(in_cvt(q[e])) : A(0);
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) r[e] = A(0);
+  }
+}
+
+// Loads up to two tiles, global -> registers -> shared (converted to A). Each pass issues the
+// loads of UNR vectors of both tiles before any shared store, so that a typical tile needs one
+// memory round trip. CL tiles use sl (position stride), c0 and C.
+template <bool CL, typename T, typename A, int UNR>
+DW_DEV void load_tiles(const TileSrc<T, A>& t0, const TileSrc<T, A>& t1, int64_t sl0, int64_t sl1,
+                       int64_t c0, int64_t C) {
+  constexpr int V = vec_of<A>();
+  const int n0 = t0.s ? (CL ? t0.n * kClVecs : t0.n) : 0;
+  const int n1 = t1.s ? (CL ? t1.n * kClVecs : t1.n) : 0;
+  const int nmax = n0 > n1 ? n0 : n1;
+  for (int v0 = threadIdx.x; v0 < nmax; v0 += kThreads * UNR) {
+    A r0[UNR][V];
+    A r1[UNR][V];
+#pragma unroll
+    for (int u = 0; u < UNR; ++u) {
+      const int v = v0 + u * kThreads;
+      if (v < n0) {
+        if constexpr (CL) {
+          cl_fetch<T, A, V>(t0, sl0, c0, C, v, r0[u]);
+        } else {
+          cf_fetch<T, A, V>(t0, v, r0[u]);
+        }
+      }
+      if (v < n1) {
+        if constexpr (CL) {
+          cl_fetch<T, A, V>(t1, sl1, c0, C, v, r1[u]);
+        } else {
+          cf_fetch<T, A, V>(t1, v, r1[u]);
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < UNR; ++u) {
+      const int v = v0 + u * kThreads;
+      if (v < n0) sstore<A, V>(t0.s + v * V, r0[u]);
+      if (v < n1) sstore<A, V>(t1.s + v * V, r1[u]);
+    }
+  }
+}
+
+// Weight tap of shared slot m: m (flip: K-1-(m-lead), i.e. the kernel reversed after `lead`
+// zero slots); -1 where the slot holds no tap.
+DW_DEV int weight_tap(int m, int K, bool flip, int lead) {
+  const int k = flip ? K - 1 - (m - lead) : m;
+  return (k >= 0 && k < K) ? k : -1;
+}
+
+// CF weights of channel c into ws[0, kp).
+template <typename W, typename A>
+DW_DEV void cf_load_weights(A* ws, const W* w, int64_t c, int K, int kp, bool flip, int lead) {
+  for (int m = threadIdx.x; m < kp; m += kThreads) {
+    const int k = weight_tap(m, K, flip, lead);
+    ws[m] = k >= 0 ? A(in_cvt(w[c * K + k])) : A(0);
+  }
+}
+
+// CL weights of channels [c0, c0 + kClVecs*V) into ws[(m*kClVecs + cv)*V + e], same slots.
+template <typename W, typename A>
+DW_DEV void cl_load_weights(A* ws, const W* w, int64_t c0, int64_t C, int K, int kp, bool flip,
+                            int lead) {
+  constexpr int V = vec_of<A>();
+  const int per_tap = kClVecs * V;
+  const int total = kp * per_tap;
+  for (int idx = threadIdx.x; idx < total; idx += kThreads) {
+    const int m = idx / per_tap;
+    const int64_t c = c0 + (idx - m * per_tap);
+    const int k = weight_tap(m, K, flip, lead);
+    ws[idx] = (c < C && k >= 0) ? A(in_cvt(w[c * K + k])) : A(0);
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Deterministic warp reductions
+// ------------------------------------------------------------------------------------------------
+template <typename A>
+DW_DEV A warp_sum(A v) {
+#pragma unroll
+  for (int m = 16; m >= 1; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+  return v;
+}
+
+// CF: v[q] (q < V, one value per tap) summed over the 32 lanes of the warp and added to
+// red[(kbase + q) * kWarps + warp]. Reduce-scatter: after the exchange steps lane l holds the
+// partial sums of tap q(l) only, then a plain butterfly finishes. One writer lane per tap.
+template <typename A, int V>
+DW_DEV void cf_reduce_scatter(const A* v, A* red, int kbase) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  if constexpr (V == 4) {
+    const bool h16 = (lane & 16) != 0;
+    const A send0 = h16 ? v[0] : v[2];
+    const A send1 = h16 ? v[1] : v[3];
+    A k0 = h16 ? v[2] : v[0];
+    A k1 = h16 ? v[3] : v[1];
+    k0 += __shfl_xor_sync(0xffffffffu, send0, 16);
+    k1 += __shfl_xor_sync(0xffffffffu, send1, 16);
+    const bool h8 = (lane & 8) != 0;
+    const A send = h8 ? k0 : k1;
+    A r = h8 ? k1 : k0;
+    r += __shfl_xor_sync(0xffffffffu, send, 8);
+    r += __shfl_xor_sync(0xffffffffu, r, 4);
+    r += __shfl_xor_sync(0xffffffffu, r, 2);
+    r += __shfl_xor_sync(0xffffffffu, r, 1);
+    if ((lane & 7) == 0) {
+      const int q = (h16 ? 2 : 0) + (h8 ? 1 : 0);
+      red[(kbase + q) * kWarps + warp] += r;
+    }
+  } else {
+    static_assert(V == 2, "V is 2 or 4");
+    const bool h16 = (lane & 16) != 0;
+    const A send = h16 ? v[0] : v[1];
+    A r = h16 ? v[1] : v[0];
+    r += __shfl_xor_sync(0xffffffffu, send, 16);
+    r += __shfl_xor_sync(0xffffffffu, r, 8);
+    r += __shfl_xor_sync(0xffffffffu, r, 4);
+    r += __shfl_xor_sync(0xffffffffu, r, 2);
+    r += __shfl_xor_sync(0xffffffffu, r, 1);
+    if ((lane & 15) == 0) {
+      const int q = h16 ? 1 : 0;
+      red[(kbase + q) * kWarps + warp] += r;
+    }
+  }
+}
+
+// CL: pdw[q][e] (tap q, channel e of this thread's channel vector) summed over the 4 position
+// groups (lanes l, l^8, l^16, l^24) and added to acc[((kbase + q) * kClVecs + cv) * V + e].
+template <typename A, int V>
+DW_DEV void cl_reduce_scatter(const A (&pdw)[V][V], A* acc, int kbase, int cv) {
+  const int lane = threadIdx.x & 31;
+  const bool h16 = (lane & 16) != 0;
+  const bool h8 = (lane & 8) != 0;
+  if constexpr (V == 4) {
+    A k0[V], k1[V], r[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const A send0 = h16 ? pdw[0][e] : pdw[2][e];
+      const A send1 = h16 ? pdw[1][e] : pdw[3][e];
+      k0[e] = (h16 ? pdw[2][e] : pdw[0][e]) + __shfl_xor_sync(0xffffffffu, send0, 16);
+      k1[e] = (h16 ? pdw[3][e] : pdw[1][e]) + __shfl_xor_sync(0xffffffffu, send1, 16);
+    }
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const A send = h8 ? k0[e] : k1[e];
+      r[e] = (h8 ? k1[e] : k0[e]) + __shfl_xor_sync(0xffffffffu, send, 8);
+    }
+    const int q = (h16 ? 2 : 0) + (h8 ? 1 : 0);
+    A* dst = acc + ((kbase + q) * kClVecs + cv) * V;
+    A cur[V];
+    sload<A, V>(dst, cur);
+#pragma unroll
+    for (int e = 0; e < V; ++e) cur[e] += r[e];
+    sstore<A, V>(dst, cur);
+  } else {
+    static_assert(V == 2, "V is 2 or 4");
+    A r[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const A send = h16 ? pdw[0][e] : pdw[1][e];
+      r[e] = (h16 ? pdw[1][e] : pdw[0][e]) + __shfl_xor_sync(0xffffffffu, send, 16);
+    }
+#pragma unroll
+    for (int e = 0; e < V; ++e) r[e] += __shfl_xor_sync(0xffffffffu, r[e], 8);
+    if (!h8) {
+      const int q = h16 ? 1 : 0;
+      A* dst = acc + ((kbase + q) * kClVecs + cv) * V;
+      A cur[V];
+      sload<A, V>(dst, cur);
+#pragma unroll
+      for (int e = 0; e < V; ++e) cur[e] += r[e];
+      sstore<A, V>(dst, cur);
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Kernel arguments (plain data, passed by value)
+// ------------------------------------------------------------------------------------------------
+template <typename T, typename W>
+struct FwdArgs {
+  const T* x;
+  const W* w;     // (C, K) contiguous
+  const W* bias;  // (C) or nullptr
+  T* y;
+  int64_t B, C, L, Lo, pl;
+  int K, s, d, kp;  // kp: K rounded up to V
+  int64_t xsb, xsc, xsl, ysb, ysc, ysl;
+  bool x_vec, y_vec;  // 16/8-byte accesses allowed (alignment checked on the host)
+  bool fast;          // stride 1 and dilation 1
+  int items;          // active items per thread (<= compile-time ITEMS)
+  int tile;           // CF: outputs per tile; CL: positions per tile
+  int off;            // CF: (-pl) mod V, the window offset inside a vector
+  int nsm;            // CF: shared vectors of the x tile; CL: shared rows of the x tile
+  int64_t ntiles;     // tiles per row (CF) / per (b, group) (CL)
+  int64_t total;      // CF: B*C*ntiles work items; CL: B*ntiles work items per channel group
+  int64_t split;      // CL: blocks per channel group
+};
+
+template <typename T, typename W>
+struct BwdArgs {
+  const T* dy;
+  const T* x;
+  const W* w;
+  T* dx;           // nullptr unless dx is wanted
+  acc_of<T>* part; // [split][K+1][C] partial sums (dw taps, then db), nullptr unless dw/db wanted
+  int64_t B, C, L, Lo, pl;
+  int K, s, d, kp;
+  int64_t dysb, dysc, dysl, xsb, xsc, xsl, dxsb, dxsc, dxsl;
+  bool dy_vec, x_vec, dx_vec;
+  bool want_x, want_w, want_b;
+  bool fast;
+  int items, tile;
+  int off;         // CF: offset of the x window, (-pl) mod V
+  int dlo;         // dy tile starts at j0 + dlo (dlo <= 0); CF: j0 + dlo is rounded down to V
+  int nsm_x, nsm_dy;
+  int64_t ntiles;
+  int64_t work;    // B*ntiles work items per channel (CF) / channel group (CL)
+  int64_t split;   // blocks per channel (CF) / channel group (CL)
+};
+
+template <typename T, typename W>
+struct DirectArgs {
+  const T* x;
+  const T* dy;
+  const W* w;
+  const W* bias;
+  T* y;   // forward output, or dx
+  acc_of<T>* part;
+  int64_t B, C, L, Lo, K, s, d, pl;
+  int64_t xsb, xsc, xsl, ysb, ysc, ysl, dysb, dysc, dysl;
+  bool want_w, want_b;
+  int64_t split;
+};
+
+// ------------------------------------------------------------------------------------------------
+// Sliding-window convolutions on shared tiles (shared by forward and backward dx)
+// ------------------------------------------------------------------------------------------------
+// CF, run-time taps: acc[i] += sum_{m in [klo, khi)} ws[m] * src[OFF + i + m], i < V, for taps
+// m < nch*V. src is a vector-aligned shared pointer. Taps go in chunks of V; the window holds
+// three vectors and slides by one vector per chunk (one LDS.128 + one broadcast LDS.128 of
+// weights per V*V FMAs). Reads src[0, (nch + 3) * V).
+// One chunk: window = (w0, w1, w2) = vectors c, c+1, c+2 of src; loads w2 first.
+template <typename A, int V, int OFF>
+DW_DEV void cf_conv_chunk(const A* src, const A* ws, int c, int klo, int khi, const A* w0,
+                          const A* w1, A* w2, A* acc) {
+  sload<A, V>(src + (c + 2) * V, w2);
+  A wv[V];
+  sload<A, V>(ws + c * V, wv);
+  const bool full = c * V >= klo && c * V + V <= khi;
+#pragma unroll
+  for (int kk = 0; kk < V; ++kk) {
+    const int m = c * V + kk;
+    if (full || (m >= klo && m < khi)) {
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        const int n = OFF + i + kk;  // compile-time after unrolling
+        const A xv = n < V ? w0[n] : (n < 2 * V ? w1[n - V] : w2[n - 2 * V]);
+        acc[i] = dfma(wv[kk], xv, acc[i]);
+      }
+    }
+  }
+}
+
+template <typename A, int V, int OFF>
+DW_DEV void cf_conv_rt(const A* src, const A* ws, int nch, int klo, int khi, A* acc) {
+  // Three window vectors used as a ring, three chunks per iteration: no register moves.
+  A a[V], b[V], d[V];
+  sload<A, V>(src, a);
+  sload<A, V>(src + V, b);
+  int c = 0;
+  for (; c + 3 <= nch; c += 3) {
+    cf_conv_chunk<A, V, OFF>(src, ws, c, klo, khi, a, b, d, acc);
+    cf_conv_chunk<A, V, OFF>(src, ws, c + 1, klo, khi, b, d, a, acc);
+    cf_conv_chunk<A, V, OFF>(src, ws, c + 2, klo, khi, d, a, b, acc);
+  }
+  if (c < nch) cf_conv_chunk<A, V, OFF>(src, ws, c, klo, khi, a, b, d, acc);
+  if (c + 1 < nch) cf_conv_chunk<A, V, OFF>(src, ws, c + 1, klo, khi, b, d, a, acc);
+}
+
+// CF, compile-time K: acc[i] += sum_{k < K_} w[k] * src[OFF + i + k]; the whole window is loaded
+// once. Reads src[0, NW * V) with NW = (OFF + V + K_ - 2) / V + 1.
+template <typename A, int V, int OFF, int K_>
+DW_DEV void cf_conv_ct(const A* src, const A* w, A* acc) {
+  constexpr int NW = (OFF + V - 1 + K_ - 1) / V + 1;
+  A win[NW * V];
+#pragma unroll
+  for (int q = 0; q < NW; ++q) sload<A, V>(src + q * V, win + q * V);
+#pragma unroll
+  for (int k = 0; k < K_; ++k) {
+#pragma unroll
+    for (int i = 0; i < V; ++i) acc[i] = dfma(w[k], win[OFF + i + k], acc[i]);
+  }
+}
+
+// CL, run-time taps: acc[i][e] += sum_{m in [klo, khi)} ws[m][e] * row(i + m)[e] for the thread's
+// channel vector; src and wsrc already point at this thread's channel vector, rows / taps are
+// kClVecs*V values apart. Window of 2V-1 rows sliding by V rows per chunk.
+// Reads rows [0, nch*V + V - 1) of src and taps [0, nch*V) of wsrc.
+template <typename A, int V>
+DW_DEV void cl_conv_rt(const A* src, const A* wsrc, int nch, int klo, int khi, A (&acc)[V][V]) {
+  constexpr int RW = kClVecs * V;
+  A win[2 * V - 1][V];
+#pragma unroll
+  for (int r = 0; r < V - 1; ++r) sload<A, V>(src + r * RW, win[r]);
+  for (int c = 0; c < nch; ++c) {
+#pragma unroll
+    for (int r = 0; r < V; ++r) sload<A, V>(src + (c * V + V - 1 + r) * RW, win[V - 1 + r]);
+    A wv[V][V];
+#pragma unroll
+    for (int kk = 0; kk < V; ++kk) sload<A, V>(wsrc + (c * V + kk) * RW, wv[kk]);
+    const bool full = c * V >= klo && c * V + V <= khi;
+#pragma unroll
+    for (int kk = 0; kk < V; ++kk) {
+      const int m = c * V + kk;
+      if (full || (m >= klo && m < khi)) {
+#pragma unroll
+        for (int i = 0; i < V; ++i)
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc[i][e] = dfma(wv[kk][e], win[i + kk][e], acc[i][e]);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < V - 1; ++r)
+#pragma unroll
+      for (int e = 0; e < V; ++e) win[r][e] = win[r + V][e];
+  }
+}
+
+// CL, compile-time K: acc[i][e] += sum_{k < K_} w[k][e] * row(i + k)[e]; rows streamed once.
+// Reads rows [0, V + K_ - 1) of src.
+template <typename A, int V, int K_>
+DW_DEV void cl_conv_ct(const A* src, const A (&w)[K_][V], A (&acc)[V][V]) {
+  constexpr int RW = kClVecs * V;
+#pragma unroll
+  for (int r = 0; r < V + K_ - 1; ++r) {
+    A row[V];
+    sload<A, V>(src + r * RW, row);
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      const int k = r - i;
+      if (k >= 0 && k < K_) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[i][e] = dfma(w[k][e], row[e], acc[i][e]);
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// CF forward
+// ------------------------------------------------------------------------------------------------
+// Shared layout: xs[nsm * V] | ws[kp] (run-time K only). xs[v] holds x at a0 + v, a0 = j0*s - pl
+// - off (a multiple of V), so output j0 + jl (stride 1) reads xs[jl + off + k].
+template <typename T, typename W, int K_, int ITEMS, int OFF>
+DW_DEV void cf_fwd_fast(const FwdArgs<T, W>& p, const acc_of<T>* xs, const acc_of<T>* ws,
+                        const acc_of<T>* wr, acc_of<T> bv, T* yrow, int64_t j0) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  if constexpr (K_ > 0) {
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {
+      if (it >= p.items) break;
+      const int jl = (it * kThreads + int(threadIdx.x)) * V;
+      if (j0 + jl >= p.Lo) break;
+      A acc[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) acc[i] = bv;
+      cf_conv_ct<A, V, OFF, K_>(xs + jl, wr, acc);
+      cf_store<T, A, V>(yrow, j0 + jl, p.Lo, acc, p.y_vec);
+    }
+  } else {
+    const int nch = p.kp / V;
+#pragma unroll 1
+    for (int it = 0; it < p.items; ++it) {
+      const int jl = (it * kThreads + int(threadIdx.x)) * V;
+      if (j0 + jl >= p.Lo) break;
+      A acc[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) acc[i] = bv;
+      cf_conv_rt<A, V, OFF>(xs + jl, ws, nch, 0, p.K, acc);
+      cf_store<T, A, V>(yrow, j0 + jl, p.Lo, acc, p.y_vec);
+    }
+  }
+}
+
+// Any stride / dilation, run-time K: thread t owns outputs t, t+128, ... (conflict-free scalar
+// reads for stride 1).
+template <typename T, typename W>
+DW_DEV void cf_fwd_general(const FwdArgs<T, W>& p, const acc_of<T>* xs, const acc_of<T>* ws,
+                           acc_of<T> bv, T* yrow, int64_t j0) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  for (int jl = threadIdx.x; jl < p.tile; jl += kThreads) {
+    if (j0 + jl >= p.Lo) break;
+    A acc = bv;
+    const A* xb = xs + jl * p.s + p.off;
+    int k = 0;
+    for (; k + V <= p.K; k += V) {
+      A wv[V];
+      sload<A, V>(ws + k, wv);
+#pragma unroll
+      for (int kk = 0; kk < V; ++kk) acc = dfma(wv[kk], xb[(k + kk) * p.d], acc);
+    }
+    for (; k < p.K; ++k) acc = dfma(ws[k], xb[k * p.d], acc);
+    yrow[j0 + jl] = out_cvt<T>(acc);
+  }
+}
+
+template <typename T, typename W, int K_, int ITEMS>
+__global__ void __launch_bounds__(kThreads, kCfFwdMinBlocks)
+    dw_fwd_cf_kernel(const FwdArgs<T, W> p) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  A* xs = smem_base<A>();
+  A* ws = xs + p.nsm * V;
+  A wr[K_ > 0 ? K_ : 1];
+  for (int64_t w = blockIdx.x; w < p.total; w += gridDim.x) {
+    const int64_t row = w / p.ntiles;
+    const int64_t n = w - row * p.ntiles;
+    const int64_t b = row / p.C;
+    const int64_t c = row - b * p.C;
+    const int64_t j0 = n * p.tile;
+    const int64_t a0 = j0 * p.s - p.pl - p.off;  // multiple of V
+    __syncthreads();  // the previous tile's readers are done with xs / ws
+    {
+      const TileSrc<T, A> tx{xs, p.x + b * p.xsb + c * p.xsc, a0, p.L, p.nsm, p.x_vec};
+      const TileSrc<T, A> none{nullptr, nullptr, 0, 0, 0, false};
+      load_tiles<false, T, A, kCfLoadUnroll>(tx, none, 0, 0, 0, 0);
+    }
+    if constexpr (K_ > 0) {
+#pragma unroll
+      for (int k = 0; k < K_; ++k) wr[k] = A(in_cvt(p.w[c * K_ + k]));
+    } else {
+      cf_load_weights<W, A>(ws, p.w, c, p.K, p.kp, false, 0);
+    }
+    const A bv = p.bias ? A(in_cvt(p.bias[c])) : A(0);
+    __syncthreads();
+    T* yrow = p.y + b * p.ysb + c * p.ysc;
+    if (K_ > 0 || p.fast) {
+      with_offset<V>(p.off, [&](auto o) {
+        cf_fwd_fast<T, W, K_, ITEMS, decltype(o)::value>(p, xs, ws, wr, bv, yrow, j0);
+      });
+    } else if constexpr (K_ == 0) {
+      cf_fwd_general<T, W>(p, xs, ws, bv, yrow, j0);
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// CF backward: dx, dw and db of one channel per block, deterministic partials
+// ------------------------------------------------------------------------------------------------
+// Shared layout: xs[nsm_x * V] | dys[nsm_dy * V] | ws[kp] | red[(kp + 1) * kWarps]
+// x tile as in the forward; dy tile origin j0 + dlo (dlo <= 0, a multiple of V), so dy[j0 + jl]
+// sits at dys[dyj + jl] with dyj = -dlo. dx[i] = sum_k w[k] * dy[i + pl - k] (stride 1): with
+// the K taps flipped and front-padded to Kpad, the window of dx outputs jl.. starts at
+// dys[jl + bd], bd = dyj + pl - (Kpad - 1) >= 0 (the host sizes dlo for Kpad = kp).
+
+// Compile-time K, stride 1, dilation 1: item-outer, every window loaded once, dw partials in
+// registers for the whole block.
+template <typename T, typename W, int K_, int ITEMS, int OFFX>
+DW_DEV void cf_bwd_fast_ct(const BwdArgs<T, W>& p, const acc_of<T>* xs, const acc_of<T>* dys,
+                           const acc_of<T>* ws, acc_of<T>* pdw, acc_of<T>& dbacc, T* dxrow,
+                           int64_t j0) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  // bd = OFFD (mod V) because dyj = 0 and pl = -OFFX (mod V).
+  constexpr int OFFD = (((1 - K_ - OFFX) % V) + V) % V;
+  const int dyj = -p.dlo;
+  const int bd = dyj + int(p.pl) - (K_ - 1);
+  DW_ASSERT(bd >= 0 && (bd - OFFD) % V == 0);
+  const int qd = (bd - OFFD) / V;
+  const bool want_wb = p.want_w || p.want_b;
+  // ws holds the reversed kernel from slot 0 (lead 0); registers for this tile only.
+  constexpr int KP = (K_ + V - 1) / V * V;
+  A wflip[KP];
+  if (p.want_x) {
+#pragma unroll
+    for (int q = 0; q < KP; q += V) sload<A, V>(ws + q, wflip + q);
+  }
+#pragma unroll
+  for (int it = 0; it < ITEMS; ++it) {
+    if (it >= p.items) break;
+    const int jl = (it * kThreads + int(threadIdx.x)) * V;
+    const bool dwv = want_wb && (j0 + jl < p.Lo);
+    const bool dxv = p.want_x && (j0 + jl < p.L);
+    if (!dwv && !dxv) break;  // both bounds only shrink with it
+    if (dwv) {
+      A dyv[V];
+      sload<A, V>(dys + dyj + jl, dyv);
+#pragma unroll
+      for (int i = 0; i < V; ++i) dbacc += dyv[i];
+      if (p.want_w) {
+        constexpr int NWX = (OFFX + V - 1 + K_ - 1) / V + 1;
+        A xw[NWX * V];
+#pragma unroll
+        for (int q = 0; q < NWX; ++q) sload<A, V>(xs + jl + q * V, xw + q * V);
+#pragma unroll
+        for (int k = 0; k < K_; ++k) {
+#pragma unroll
+          for (int i = 0; i < V; ++i) pdw[k] = dfma(dyv[i], xw[OFFX + i + k], pdw[k]);
+        }
+      }
+    }
+    if (dxv) {
+      A acc[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) acc[i] = A(0);
+      cf_conv_ct<A, V, OFFD, K_>(dys + jl + qd * V, wflip, acc);
+      cf_store<T, A, V>(dxrow, j0 + jl, p.L, acc, p.dx_vec);
+    }
+  }
+}
+
+// Run-time K, stride 1, dilation 1. ws holds the flipped kernel padded in front to kp taps.
+// Three passes over the tile: db, dx (sliding window), dw (V taps per pass, reduced per pass).
+template <typename T, typename W, int ITEMS, int OFFX>
+DW_DEV void cf_bwd_fast_rt(const BwdArgs<T, W>& p, const acc_of<T>* xs, const acc_of<T>* dys,
+                           const acc_of<T>* ws, acc_of<T>* red, acc_of<T>& dbacc, T* dxrow,
+                           int64_t j0) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  constexpr int OFFD = (V + 1 - OFFX) % V;
+  const int dyj = -p.dlo;
+  const int nch = p.kp / V;
+  if (p.want_w || p.want_b) {
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {
+      if (it >= p.items) break;
+      const int jl = (it * kThreads + int(threadIdx.x)) * V;
+      if (j0 + jl >= p.Lo) break;
+      A dyv[V];
+      sload<A, V>(dys + dyj + jl, dyv);
+#pragma unroll
+      for (int i = 0; i < V; ++i) dbacc += dyv[i];
+    }
+  }
+  if (p.want_x) {
+    const int bd = dyj + int(p.pl) - (p.kp - 1);
+    DW_ASSERT(bd >= 0 && (bd - OFFD) % V == 0);
+    const int qd = (bd - OFFD) / V;
+#pragma unroll 1
+    for (int it = 0; it < p.items; ++it) {
+      const int jl = (it * kThreads + int(threadIdx.x)) * V;
+      if (j0 + jl >= p.L) break;
+      A acc[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) acc[i] = A(0);
+      cf_conv_rt<A, V, OFFD>(dys + jl + qd * V, ws, nch, p.kp - p.K, p.kp, acc);
+      cf_store<T, A, V>(dxrow, j0 + jl, p.L, acc, p.dx_vec);
+    }
+  }
+  if (p.want_w) {
+    for (int c = 0; c < nch; ++c) {
+      A pdw[V];
+#pragma unroll
+      for (int kk = 0; kk < V; ++kk) pdw[kk] = A(0);
+#pragma unroll
+      for (int it = 0; it < ITEMS; ++it) {
+        if (it >= p.items) break;
+        const int jl = (it * kThreads + int(threadIdx.x)) * V;
+        if (j0 + jl >= p.Lo) break;
+        A dyv[V];
+        sload<A, V>(dys + dyj + jl, dyv);
+        A xw[3 * V];
+        const A* src = xs + jl + c * V;
+        sload<A, V>(src, xw);
+        sload<A, V>(src + V, xw + V);
+        if constexpr (OFFX >= 2) sload<A, V>(src + 2 * V, xw + 2 * V);
+#pragma unroll
+        for (int kk = 0; kk < V; ++kk) {
+          if (c * V + kk < p.K) {
+#pragma unroll
+            for (int i = 0; i < V; ++i) pdw[kk] = dfma(dyv[i], xw[OFFX + i + kk], pdw[kk]);
+          }
+        }
+      }
+      cf_reduce_scatter<A, V>(pdw, red, c * V);
+    }
+  }
+}
+
+// Any stride / dilation, run-time K. ws holds the unflipped kernel (kp taps, zero padded).
+template <typename T, typename W>
+DW_DEV void cf_bwd_general(const BwdArgs<T, W>& p, const acc_of<T>* xs, const acc_of<T>* dys,
+                           const acc_of<T>* ws, acc_of<T>* red, acc_of<T>& dbacc, T* dxrow,
+                           int64_t j0) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  const int dyj = -p.dlo;
+  const int tj = p.tile;
+  if (p.want_w || p.want_b) {
+    for (int jl = threadIdx.x; jl < tj; jl += kThreads) {
+      if (j0 + jl >= p.Lo) break;
+      dbacc += dys[dyj + jl];
+    }
+  }
+  if (p.want_w) {
+    const int nch = p.kp / V;
+    for (int c = 0; c < nch; ++c) {
+      A pdw[V];
+#pragma unroll
+      for (int kk = 0; kk < V; ++kk) pdw[kk] = A(0);
+      for (int jl = threadIdx.x; jl < tj; jl += kThreads) {
+        if (j0 + jl >= p.Lo) break;
+        const A g = dys[dyj + jl];
+        const A* xb = xs + jl * p.s + p.off;
+#pragma unroll
+        for (int kk = 0; kk < V; ++kk) {
+          const int k = c * V + kk;
+          if (k < p.K) pdw[kk] = dfma(g, xb[k * p.d], pdw[kk]);
+        }
+      }
+      cf_reduce_scatter<A, V>(pdw, red, c * V);
+    }
+  }
+  if (p.want_x) {
+    // dx[i] = sum_k w[k] dy[(i + pl - k*d) / s] over the k where the division is exact.
+    // num = i + pl - k*d = q*s + r with 0 <= r < s, updated incrementally.
+    const int64_t i0 = j0 * p.s;
+    const int64_t dy_a0 = j0 + p.dlo;
+    const int ti = tj * p.s;
+    const int dq = p.d / p.s;
+    const int dr = p.d - dq * p.s;
+    for (int il = threadIdx.x; il < ti; il += kThreads) {
+      const int64_t i = i0 + il;
+      if (i >= p.L) break;
+      const int64_t num = i + p.pl;
+      int64_t q = num / p.s;
+      int r = int(num - q * p.s);
+      A acc = A(0);
+      for (int k = 0; k < p.K; ++k) {
+        if (r == 0) acc = dfma(ws[k], dys[q - dy_a0], acc);
+        r -= dr;
+        q -= dq;
+        if (r < 0) {
+          r += p.s;
+          q -= 1;
+        }
+      }
+      dxrow[i] = out_cvt<T>(acc);
+    }
+  }
+}
+
+template <typename T, typename W, int K_, int ITEMS>
+__global__ void __launch_bounds__(kThreads, kCfBwdMinBlocks)
+    dw_bwd_cf_kernel(const BwdArgs<T, W> p) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  A* xs = smem_base<A>();
+  A* dys = xs + p.nsm_x * V;
+  A* ws = dys + p.nsm_dy * V;
+  A* red = ws + p.kp;  // [(kp + 1) * kWarps]: per-warp dw taps, then db
+  const int64_t c = blockIdx.x / p.split;
+  const int64_t sidx = blockIdx.x - c * p.split;
+  const bool want_wb = p.want_w || p.want_b;
+  const int tid = threadIdx.x;
+  for (int i = tid; i < (p.kp + 1) * kWarps; i += kThreads) red[i] = A(0);
+  // The fast paths correlate with the reversed kernel (run-time K: after kp - K zero slots, so
+  // that its window offset is (1 - off) mod V), the general path uses the kernel as is.
+  if (p.want_x) cf_load_weights<W, A>(ws, p.w, c, p.K, p.kp, p.fast, K_ > 0 ? 0 : p.kp - p.K);
+  A pdw[K_ > 0 ? K_ : 1];
+#pragma unroll
+  for (int k = 0; k < (K_ > 0 ? K_ : 1); ++k) pdw[k] = A(0);
+  A dbacc = A(0);
+  __syncthreads();
+  for (int64_t wi = sidx; wi < p.work; wi += p.split) {
+    const int64_t b = wi / p.ntiles;
+    const int64_t n = wi - b * p.ntiles;
+    const int64_t j0 = n * p.tile;
+    __syncthreads();  // previous tile consumed
+    {
+      const TileSrc<T, A> tdy{dys, p.dy + b * p.dysb + c * p.dysc, j0 + p.dlo, p.Lo, p.nsm_dy,
+                              p.dy_vec};
+      const TileSrc<T, A> tx{p.want_w ? xs : nullptr, p.x + b * p.xsb + c * p.xsc,
+                             j0 * p.s - p.pl - p.off, p.L, p.nsm_x, p.x_vec};
+      load_tiles<false, T, A, kCfBwdLoadUnroll>(tdy, tx, 0, 0, 0, 0);
+    }
+    __syncthreads();
+    T* dxrow = p.want_x ? p.dx + b * p.dxsb + c * p.dxsc : nullptr;
+    if constexpr (K_ > 0) {
+      with_offset<V>(p.off, [&](auto o) {
+        cf_bwd_fast_ct<T, W, K_, ITEMS, decltype(o)::value>(p, xs, dys, ws, pdw, dbacc, dxrow, j0);
+      });
+    } else {
+      if (p.fast) {
+        with_offset<V>(p.off, [&](auto o) {
+          cf_bwd_fast_rt<T, W, ITEMS, decltype(o)::value>(p, xs, dys, ws, red, dbacc, dxrow, j0);
+        });
+      } else {
+        cf_bwd_general<T, W>(p, xs, dys, ws, red, dbacc, dxrow, j0);
+      }
+    }
+  }
+  if (!want_wb) return;  // uniform: no shared reductions follow
+  if constexpr (K_ > 0) {
+    if (p.want_w) {
+#pragma unroll
+      for (int c0 = 0; c0 < K_; c0 += V) {
+        A v[V];
+#pragma unroll
+        for (int kk = 0; kk < V; ++kk) v[kk] = (c0 + kk < K_) ? pdw[c0 + kk] : A(0);
+        cf_reduce_scatter<A, V>(v, red, c0);
+      }
+    }
+  }
+  {
+    const A t = warp_sum(dbacc);
+    if ((tid & 31) == 0) red[p.kp * kWarps + (tid >> 5)] += t;
+  }
+  __syncthreads();
+  for (int k = tid; k <= p.K; k += kThreads) {
+    const int slot = k < p.K ? k : p.kp;
+    A s = A(0);
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) s += red[slot * kWarps + w];
+    p.part[(sidx * (p.K + 1) + k) * p.C + c] = s;
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// CL forward
+// ------------------------------------------------------------------------------------------------
+// Shared layout: xs[nsm rows][kClVecs][V] | ws[kp][kClVecs][V]. Row r holds position j0*s - pl + r.
+// Thread (cv, pg) owns channel vector cv and, per item, the V positions rl.. with
+// rl = (it * kClGroups + pg) * V.
+
+// This thread's channel vector of K_ weight slots from the shared weights (slot stride kClVecs*V).
+template <typename A, int V, int K_>
+DW_DEV void cl_weights_regs(const A* wsrc, A (&wr)[K_][V]) {
+#pragma unroll
+  for (int k = 0; k < K_; ++k) sload<A, V>(wsrc + k * kClVecs * V, wr[k]);
+}
+
+template <typename T, typename W, int K_, int ITEMS>
+__global__ void __launch_bounds__(kThreads, kClFwdMinBlocks)
+    dw_fwd_cl_kernel(const FwdArgs<T, W> p) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  constexpr int RW = kClVecs * V;
+  A* xs = smem_base<A>();
+  A* ws = xs + p.nsm * RW;
+  const int64_t g = blockIdx.x / p.split;
+  const int64_t sidx = blockIdx.x - g * p.split;
+  const int64_t c0 = g * RW;
+  const int lane = threadIdx.x & 31;
+  const int cv = (threadIdx.x >> 5) * 8 + (lane & 7);
+  const int pg = lane >> 3;
+  const int64_t ch0 = c0 + cv * V;
+  cl_load_weights<W, A>(ws, p.w, c0, p.C, p.K, p.kp, false, 0);
+  A bv[V];
+#pragma unroll
+  for (int e = 0; e < V; ++e) bv[e] = (p.bias && ch0 + e < p.C) ? A(in_cvt(p.bias[ch0 + e])) : A(0);
+  for (int64_t wi = sidx; wi < p.total; wi += p.split) {
+    const int64_t b = wi / p.ntiles;
+    const int64_t n = wi - b * p.ntiles;
+    const int64_t j0 = n * p.tile;
+    __syncthreads();  // previous tile consumed (first pass: orders the weight stores)
+    {
+      const TileSrc<T, A> tx{xs, p.x + b * p.xsb, j0 * p.s - p.pl, p.L, p.nsm, p.x_vec};
+      const TileSrc<T, A> none{nullptr, nullptr, 0, 0, 0, false};
+      load_tiles<true, T, A, kClLoadUnroll>(tx, none, p.xsl, 0, c0, p.C);
+    }
+    __syncthreads();
+    T* yb = p.y + b * p.ysb;
+    if (K_ > 0 || p.fast) {
+      A wr[K_ > 0 ? K_ : 1][V];
+      if constexpr (K_ > 0) cl_weights_regs<A, V, K_>(ws + cv * V, wr);
+#pragma unroll
+      for (int it = 0; it < ITEMS; ++it) {
+        if (it >= p.items) break;
+        const int rl = (it * kClGroups + pg) * V;
+        if (j0 + rl >= p.Lo) break;
+        A acc[V][V];
+#pragma unroll
+        for (int i = 0; i < V; ++i)
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc[i][e] = bv[e];
+        if constexpr (K_ > 0) {
+          cl_conv_ct<A, V, K_>(xs + rl * RW + cv * V, wr, acc);
+        } else {
+          cl_conv_rt<A, V>(xs + rl * RW + cv * V, ws + cv * V, p.kp / V, 0, p.K, acc);
+        }
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          const int64_t j = j0 + rl + i;
+          if (j < p.Lo) cl_store<T, A, V>(yb + j * p.ysl, ch0, p.C, acc[i], p.y_vec);
+        }
+      }
+    } else if constexpr (K_ == 0) {
+      // any stride / dilation: one position at a time, positions pg, pg + 4, ...
+      for (int jl = pg; jl < p.tile; jl += kClGroups) {
+        if (j0 + jl >= p.Lo) break;
+        A acc[V];
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[e] = bv[e];
+        for (int k = 0; k < p.K; ++k) {
+          A wv[V], xv[V];
+          sload<A, V>(ws + k * RW + cv * V, wv);
+          sload<A, V>(xs + (jl * p.s + k * p.d) * RW + cv * V, xv);
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc[e] = dfma(wv[e], xv[e], acc[e]);
+        }
+        cl_store<T, A, V>(yb + (j0 + jl) * p.ysl, ch0, p.C, acc, p.y_vec);
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// CL backward
+// ------------------------------------------------------------------------------------------------
+// Shared layout (rows of kClVecs*V values): xs[nsm_x] | dys[nsm_dy] | ws[kp] | dacc[kp + 1]
+// dy tile row r is dy position j0 + dlo + r (dlo <= 0), so dy[j0 + jl] is row jl + dyr, dyr = -dlo.
+// dacc[k][cv][e]: block partial of dw tap k (k < kp) and db (slot kp); one owner lane per entry.
+template <typename T, typename W, int K_, int ITEMS>
+DW_DEV void cl_bwd_fast(const BwdArgs<T, W>& p, const acc_of<T>* xs, const acc_of<T>* dys,
+                        const acc_of<T>* ws, acc_of<T>* dacc, acc_of<T>* dbacc, T* dxb,
+                        int64_t j0, int64_t ch0) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  constexpr int RW = kClVecs * V;
+  const int lane = threadIdx.x & 31;
+  const int cv = (threadIdx.x >> 5) * 8 + (lane & 7);
+  const int pg = lane >> 3;
+  const int K = K_ > 0 ? K_ : p.K;
+  const int nch = (K + V - 1) / V;
+  const int dyr = -p.dlo;
+  if (p.want_b) {
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {
+      if (it >= p.items) break;
+      const int rl = (it * kClGroups + pg) * V;
+      if (j0 + rl >= p.Lo) break;
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        A g[V];
+        sload<A, V>(dys + (rl + dyr + i) * RW + cv * V, g);
+#pragma unroll
+        for (int e = 0; e < V; ++e) dbacc[e] += g[e];
+      }
+    }
+  }
+  if (p.want_x) {
+    // dx[i] = sum_m wflip[m] * dy[i + pl - (Kpad - 1) + m]: row rl + bd + i + m.
+    const int bd = dyr + int(p.pl) - ((K_ > 0 ? K_ : p.kp) - 1);
+    DW_ASSERT(bd >= 0);
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {
+      if (it >= p.items) break;
+      const int rl = (it * kClGroups + pg) * V;
+      if (j0 + rl >= p.L) break;
+      A acc[V][V];
+#pragma unroll
+      for (int i = 0; i < V; ++i)
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[i][e] = A(0);
+      if constexpr (K_ > 0) {
+        A wflip[K_][V];  // reversed kernel from slot 0
+        cl_weights_regs<A, V, K_>(ws + cv * V, wflip);
+        cl_conv_ct<A, V, K_>(dys + (rl + bd) * RW + cv * V, wflip, acc);
+      } else {
+        cl_conv_rt<A, V>(dys + (rl + bd) * RW + cv * V, ws + cv * V, p.kp / V, p.kp - p.K, p.kp,
+                         acc);
+      }
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        const int64_t j = j0 + rl + i;
+        if (j < p.L) cl_store<T, A, V>(dxb + j * p.dxsl, ch0, p.C, acc[i], p.dx_vec);
+      }
+    }
+  }
+  if (p.want_w) {
+#pragma unroll
+    for (int c = 0; c < nch; ++c) {
+      A pdw[V][V];
+#pragma unroll
+      for (int kk = 0; kk < V; ++kk)
+#pragma unroll
+        for (int e = 0; e < V; ++e) pdw[kk][e] = A(0);
+#pragma unroll
+      for (int it = 0; it < ITEMS; ++it) {
+        if (it >= p.items) break;
+        const int rl = (it * kClGroups + pg) * V;
+        if (j0 + rl >= p.Lo) break;
+        A g[V][V];  // dy rows rl + dyr + i (positions past Lo are zero in the tile)
+#pragma unroll
+        for (int i = 0; i < V; ++i) sload<A, V>(dys + (rl + dyr + i) * RW + cv * V, g[i]);
+#pragma unroll
+        for (int r = 0; r < 2 * V - 1; ++r) {
+          // x row rl + c*V + r meets dy row rl + i at tap c*V + (r - i)
+          if (c * V + (r >= V ? r - V + 1 : 0) < K) {
+            A xv[V];
+            sload<A, V>(xs + (rl + c * V + r) * RW + cv * V, xv);
+#pragma unroll
+            for (int i = 0; i < V; ++i) {
+              const int kk = r - i;
+              if (kk >= 0 && kk < V && c * V + kk < K) {
+#pragma unroll
+                for (int e = 0; e < V; ++e) pdw[kk][e] = dfma(g[i][e], xv[e], pdw[kk][e]);
+              }
+            }
+          }
+        }
+      }
+      cl_reduce_scatter<A, V>(pdw, dacc, c * V, cv);
+    }
+  }
+}
+
+template <typename T, typename W>
+DW_DEV void cl_bwd_general(const BwdArgs<T, W>& p, const acc_of<T>* xs, const acc_of<T>* dys,
+                           const acc_of<T>* ws, acc_of<T>* dacc, acc_of<T>* dbacc, T* dxb,
+                           int64_t j0, int64_t ch0) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  constexpr int RW = kClVecs * V;
+  const int lane = threadIdx.x & 31;
+  const int cv = (threadIdx.x >> 5) * 8 + (lane & 7);
+  const int pg = lane >> 3;
+  const int dyr = -p.dlo;
+  const int tp = p.tile;
+  if (p.want_b) {
+    for (int jl = pg; jl < tp; jl += kClGroups) {
+      if (j0 + jl >= p.Lo) break;
+      A g[V];
+      sload<A, V>(dys + (jl + dyr) * RW + cv * V, g);
+#pragma unroll
+      for (int e = 0; e < V; ++e) dbacc[e] += g[e];
+    }
+  }
+  if (p.want_w) {
+    const int nch = p.kp / V;
+    for (int c = 0; c < nch; ++c) {
+      A pdw[V][V];
+#pragma unroll
+      for (int kk = 0; kk < V; ++kk)
+#pragma unroll
+        for (int e = 0; e < V; ++e) pdw[kk][e] = A(0);
+      for (int jl = pg; jl < tp; jl += kClGroups) {
+        if (j0 + jl >= p.Lo) break;
+        A g[V];
+        sload<A, V>(dys + (jl + dyr) * RW + cv * V, g);
+#pragma unroll
+        for (int kk = 0; kk < V; ++kk) {
+          const int k = c * V + kk;
+          if (k < p.K) {
+            A xv[V];
+            sload<A, V>(xs + (jl * p.s + k * p.d) * RW + cv * V, xv);
+#pragma unroll
+            for (int e = 0; e < V; ++e) pdw[kk][e] = dfma(g[e], xv[e], pdw[kk][e]);
+          }
+        }
+      }
+      cl_reduce_scatter<A, V>(pdw, dacc, c * V, cv);
+    }
+  }
+  if (p.want_x) {
+    const int64_t i0 = j0 * p.s;
+    const int ti = tp * p.s;
+    const int dq = p.d / p.s;
+    const int dr = p.d - dq * p.s;
+    const int64_t dy_a0 = j0 + p.dlo;
+    for (int il = pg; il < ti; il += kClGroups) {
+      const int64_t i = i0 + il;
+      if (i >= p.L) break;
+      const int64_t num = i + p.pl;
+      int64_t q = num / p.s;
+      int r = int(num - q * p.s);
+      A acc[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) acc[e] = A(0);
+      for (int k = 0; k < p.K; ++k) {
+        if (r == 0) {
+          A wv[V], g[V];
+          sload<A, V>(ws + k * RW + cv * V, wv);
+          sload<A, V>(dys + int(q - dy_a0) * RW + cv * V, g);
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc[e] = dfma(wv[e], g[e], acc[e]);
+        }
+        r -= dr;
+        q -= dq;
+        if (r < 0) {
+          r += p.s;
+          q -= 1;
+        }
+      }
+      cl_store<T, A, V>(dxb + i * p.dxsl, ch0, p.C, acc, p.dx_vec);
+    }
+  }
+}
+
+template <typename T, typename W, int K_, int ITEMS>
+__global__ void __launch_bounds__(kThreads, kClBwdMinBlocks)
+    dw_bwd_cl_kernel(const BwdArgs<T, W> p) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  constexpr int RW = kClVecs * V;  // values per shared row
+  A* xs = smem_base<A>();
+  A* dys = xs + p.nsm_x * RW;
+  A* ws = dys + p.nsm_dy * RW;
+  A* dacc = ws + p.kp * RW;
+  const int64_t g = blockIdx.x / p.split;
+  const int64_t sidx = blockIdx.x - g * p.split;
+  const int64_t c0 = g * RW;
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int cv = (tid >> 5) * 8 + (lane & 7);
+  const int64_t ch0 = c0 + cv * V;
+  const bool want_wb = p.want_w || p.want_b;
+  for (int i = tid; i < (p.kp + 1) * RW; i += kThreads) dacc[i] = A(0);
+  // fast paths: reversed kernel (run-time K after kp - K zero slots); general path: as is
+  if (p.want_x) cl_load_weights<W, A>(ws, p.w, c0, p.C, p.K, p.kp, p.fast, K_ > 0 ? 0 : p.kp - p.K);
+  A dbacc[V];
+#pragma unroll
+  for (int e = 0; e < V; ++e) dbacc[e] = A(0);
+  __syncthreads();
+  for (int64_t wi = sidx; wi < p.work; wi += p.split) {
+    const int64_t b = wi / p.ntiles;
+    const int64_t n = wi - b * p.ntiles;
+    const int64_t j0 = n * p.tile;
+    __syncthreads();
+    {
+      const TileSrc<T, A> tdy{dys, p.dy + b * p.dysb, j0 + p.dlo, p.Lo, p.nsm_dy, p.dy_vec};
+      const TileSrc<T, A> tx{p.want_w ? xs : nullptr, p.x + b * p.xsb, j0 * p.s - p.pl, p.L,
+                             p.nsm_x, p.x_vec};
+      load_tiles<true, T, A, kClBwdLoadUnroll>(tdy, tx, p.dysl, p.xsl, c0, p.C);
+    }
+    __syncthreads();
+    T* dxb = p.want_x ? p.dx + b * p.dxsb : nullptr;
+    if (K_ > 0 || p.fast) {
+      cl_bwd_fast<T, W, K_, ITEMS>(p, xs, dys, ws, dacc, dbacc, dxb, j0, ch0);
+    } else if constexpr (K_ == 0) {
+      cl_bwd_general<T, W>(p, xs, dys, ws, dacc, dbacc, dxb, j0, ch0);
+    }
+  }
+  if (!want_wb) return;
+  if (p.want_b) {
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      dbacc[e] += __shfl_xor_sync(0xffffffffu, dbacc[e], 16);
+      dbacc[e] += __shfl_xor_sync(0xffffffffu, dbacc[e], 8);
+    }
+    if (lane < 8) {
+      A* dst = dacc + (p.kp * kClVecs + cv) * V;
+#pragma unroll
+      for (int e = 0; e < V; ++e) dst[e] += dbacc[e];
+    }
+  }
+  __syncthreads();
+  const int total = (p.K + 1) * RW;
+  for (int idx = tid; idx < total; idx += kThreads) {
+    const int k = idx / RW;
+    const int rem = idx - k * RW;
+    const int64_t ch = c0 + rem;
+    if (ch < p.C) {
+      const int slot = k < p.K ? k : p.kp;
+      p.part[(sidx * (p.K + 1) + k) * p.C + ch] = dacc[slot * RW + rem];
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Direct kernels: any layout, any size, no shared tiles. Used when no tile kernel applies
+// (mixed layouts, very large K*dilation or stride, L == 0).
+// ------------------------------------------------------------------------------------------------
+template <typename T, typename W>
+__global__ void __launch_bounds__(kThreads) dw_fwd_direct_kernel(const DirectArgs<T, W> p) {
+  using A = acc_of<T>;
+  const int64_t total = p.B * p.C * p.Lo;
+  const int64_t step = int64_t(gridDim.x) * kThreads;
+  for (int64_t idx = int64_t(blockIdx.x) * kThreads + threadIdx.x; idx < total; idx += step) {
+    const int64_t j = idx % p.Lo;
+    const int64_t r = idx / p.Lo;
+    const int64_t c = r % p.C;
+    const int64_t b = r / p.C;
+    A acc = p.bias ? A(in_cvt(p.bias[c])) : A(0);
+    const T* xr = p.x + b * p.xsb + c * p.xsc;
+    for (int64_t k = 0; k < p.K; ++k) {
+      const int64_t pos = j * p.s - p.pl + k * p.d;
+      if (pos >= 0 && pos < p.L) {
+        acc = dfma(A(in_cvt(p.w[c * p.K + k])), A(in_cvt(xr[pos * p.xsl])), acc);
+      }
+    }
+    p.y[b * p.ysb + c * p.ysc + j * p.ysl] = out_cvt<T>(acc);
+  }
+}
+
+template <typename T, typename W>
+__global__ void __launch_bounds__(kThreads) dw_bwd_dx_direct_kernel(const DirectArgs<T, W> p) {
+  using A = acc_of<T>;
+  const int64_t total = p.B * p.C * p.L;
+  const int64_t step = int64_t(gridDim.x) * kThreads;
+  for (int64_t idx = int64_t(blockIdx.x) * kThreads + threadIdx.x; idx < total; idx += step) {
+    const int64_t i = idx % p.L;
+    const int64_t r = idx / p.L;
+    const int64_t c = r % p.C;
+    const int64_t b = r / p.C;
+    const T* gr = p.dy + b * p.dysb + c * p.dysc;
+    A acc = A(0);
+    for (int64_t k = 0; k < p.K; ++k) {
+      const int64_t num = i + p.pl - k * p.d;
+      if (num < 0) break;  // decreasing in k
+      if (num % p.s == 0) {
+        const int64_t j = num / p.s;
+        if (j < p.Lo) acc = dfma(A(in_cvt(p.w[c * p.K + k])), A(in_cvt(gr[j * p.dysl])), acc);
+      }
+    }
+    p.y[b * p.ysb + c * p.ysc + i * p.ysl] = out_cvt<T>(acc);
+  }
+}
+
+// Block (c, split index): partial dw/db of channel c over the (b, j) pairs of this split, one
+// chunk of V taps per pass (shared memory independent of K). Writes part[sidx][k][c].
+template <typename T, typename W>
+__global__ void __launch_bounds__(kThreads) dw_bwd_dw_direct_kernel(const DirectArgs<T, W> p) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  __shared__ A red[(V + 1) * kWarps];
+  const int64_t c = blockIdx.x / p.split;
+  const int64_t sidx = blockIdx.x - c * p.split;
+  const int tid = threadIdx.x;
+  const int64_t npairs = p.B * p.Lo;
+  const int64_t step = p.split * kThreads;
+  // chunk index kc covers taps [kc*V, kc*V + V); the extra last pass (kc == nch) is db.
+  const int64_t nch = p.want_w ? (p.K + V - 1) / V : 0;
+  for (int64_t kc = 0; kc <= nch; ++kc) {
+    const bool is_db = (kc == nch);
+    if (is_db && !p.want_b) break;
+    for (int i = tid; i < (V + 1) * kWarps; i += kThreads) red[i] = A(0);
+    __syncthreads();
+    A pdw[V];
+#pragma unroll
+    for (int kk = 0; kk < V; ++kk) pdw[kk] = A(0);
+    A db = A(0);
+    for (int64_t pi = sidx * kThreads + tid; pi < npairs; pi += step) {
+      const int64_t b = pi / p.Lo;
+      const int64_t j = pi - b * p.Lo;
+      const A g = A(in_cvt(p.dy[b * p.dysb + c * p.dysc + j * p.dysl]));
+      if (is_db) {
+        db += g;
+      } else {
+        const T* xr = p.x + b * p.xsb + c * p.xsc;
+#pragma unroll
+        for (int kk = 0; kk < V; ++kk) {
+          const int64_t k = kc * V + kk;
+          const int64_t pos = j * p.s - p.pl + k * p.d;
+          if (k < p.K && pos >= 0 && pos < p.L) {
+            pdw[kk] = dfma(g, A(in_cvt(xr[pos * p.xsl])), pdw[kk]);
+          }
+        }
+      }
+    }
+    if (is_db) {
+      const A t = warp_sum(db);
+      if ((tid & 31) == 0) red[V * kWarps + (tid >> 5)] = t;
+    } else {
+      cf_reduce_scatter<A, V>(pdw, red, 0);
+    }
+    __syncthreads();
+    if (is_db) {
+      if (tid == 0) {
+        A s = A(0);
+        for (int w = 0; w < kWarps; ++w) s += red[V * kWarps + w];
+        p.part[(sidx * (p.K + 1) + p.K) * p.C + c] = s;
+      }
+    } else if (tid < V) {
+      const int64_t k = kc * V + tid;
+      if (k < p.K) {
+        A s = A(0);
+        for (int w = 0; w < kWarps; ++w) s += red[tid * kWarps + w];
+        p.part[(sidx * (p.K + 1) + k) * p.C + c] = s;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// dw[c, k] = sum over splits of part[s][k][c] (fixed order); db[c] likewise from slot K.
+template <typename A, typename W>
+__global__ void __launch_bounds__(kThreads) dw_reduce_kernel(const A* __restrict__ part,
+                                                             int64_t split, int64_t K, int64_t C,
+                                                             W* dw, W* db) {
+  const int64_t total = (K + 1) * C;
+  const int64_t step = int64_t(gridDim.x) * kThreads;
+  for (int64_t idx = int64_t(blockIdx.x) * kThreads + threadIdx.x; idx < total; idx += step) {
+    const int64_t k = idx / C;
+    const int64_t c = idx - k * C;
+    W* dst = (k < K) ? (dw ? dw + c * K + k : nullptr) : (db ? db + c : nullptr);
+    if (dst == nullptr) continue;
+    A s = A(0);
+    for (int64_t si = 0; si < split; ++si) s += part[(si * (K + 1) + k) * C + c];
+    *dst = out_cvt<W>(s);
+  }
+}
+
+}  // namespace dwk
+}  // namespace cuda
+}  // namespace sepconv1d

@@ -1,0 +1,503 @@
+// Launch planning for the depthwise kernels: path choice (CF / CL tile kernels, or the direct
+// kernels), tile sizes, shared-memory extents, grid and split sizes. Torch-free so that the same
+// planning runs under the host emulator (DW_EMULATE). The includer defines
+//   DW_HOST_CHECK(cond, msg)  host-side argument / size check that throws
+//   DW_CHECK_LAUNCH(name)     error check right after a kernel launch
+#pragma once
+
+#include "common/dispatch.h"
+#include "cuda/depthwise_kernels.cuh"
+
+#ifndef DW_EMULATE
+#include <cuda_runtime.h>
+#endif
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <type_traits>
+#include <utility>
+
+#ifndef DW_HOST_CHECK
+#error "define DW_HOST_CHECK(cond, msg) before including depthwise_launch.cuh"
+#endif
+#ifndef DW_CHECK_LAUNCH
+#error "define DW_CHECK_LAUNCH(name) before including depthwise_launch.cuh"
+#endif
+
+#ifdef DW_EMULATE
+#define DW_LAUNCH(kern, grid, smem, stream, ...) \
+  ::dwemu::launch((kern), (grid), ::sepconv1d::cuda::dwk::kThreads, (smem), __VA_ARGS__)
+#else
+#define DW_LAUNCH(kern, grid, smem, stream, ...)                                    \
+  (kern)<<<dim3(static_cast<unsigned>(grid)), ::sepconv1d::cuda::dwk::kThreads, (smem), \
+           (stream)>>>(__VA_ARGS__)
+#endif
+
+namespace sepconv1d {
+namespace cuda {
+namespace dwk {
+
+// Strides of a (B, C, L) tensor in elements.
+struct Desc3 {
+  int64_t sb, sc, sl;
+};
+
+// Problem sizes: y[b, c, j] = bias[c] + sum_k w[c, k] * x[b, c, j*s - pl + k*d].
+struct Problem {
+  int64_t B, C, L, Lo, K, s, d, pl;
+};
+
+struct DevInfo {
+  int device = 0;
+  int sms = 132;
+  int64_t smem_optin = 48 * 1024;  // largest dynamic shared memory per block
+};
+
+// Test knobs (the extension always uses the defaults).
+struct Tuning {
+  bool allow_specialized = true;  // K = 3, 5, 9 compiled kernels
+  bool force_direct = false;
+  int64_t smem_limit = -1;        // < 0: the device limit
+  int64_t max_grid = INT_MAX;     // cap on grid size (tests force the grid-stride loops)
+  int64_t force_split = 0;        // > 0: blocks per channel (group) in split kernels
+};
+
+enum class Path { CF, CL, Direct };
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }  // a >= 0, b > 0
+inline int64_t floor_div(int64_t a, int64_t b) {                           // b > 0
+  int64_t q = a / b;
+  if (a % b != 0 && a < 0) --q;
+  return q;
+}
+inline int64_t floor_to(int64_t a, int64_t m) { return floor_div(a, m) * m; }
+inline int64_t pos_mod(int64_t a, int64_t m) { return a - floor_to(a, m); }
+inline int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return std::max(lo, std::min(v, hi)); }
+
+inline bool ptr_aligned(const void* p, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+// Unit stride along L where a tensor of that length has more than one position.
+inline bool cf_ok(const Desc3& t, int64_t len) { return len <= 1 || t.sl == 1; }
+// Unit stride along C where there is more than one channel.
+inline bool cl_ok(const Desc3& t, int64_t C) { return C <= 1 || t.sc == 1; }
+
+// Vector (V-element) accesses of CF rows / CL positions are aligned for every row when the base
+// pointer and the strides that step between rows are.
+template <typename T, int V>
+bool cf_vec_ok(const void* p, const Desc3& t) {
+  return p != nullptr && ptr_aligned(p, V * sizeof(T)) && t.sb % V == 0 && t.sc % V == 0;
+}
+template <typename T, int V>
+bool cl_vec_ok(const void* p, const Desc3& t) {
+  return p != nullptr && ptr_aligned(p, V * sizeof(T)) && t.sb % V == 0 && t.sl % V == 0;
+}
+
+inline int64_t smem_limit(const DevInfo& dev, const Tuning& tune) {
+  return tune.smem_limit >= 0 ? tune.smem_limit : dev.smem_optin;
+}
+
+// Everything a tile kernel keeps in int must stay far from overflow; shared-memory sizes bound
+// most of it, this bounds the rest.
+inline bool tile_ints_ok(const Problem& pr) {
+  const int64_t lim = int64_t(1) << 24;
+  return pr.K <= lim && pr.s <= lim && pr.d <= lim && pr.pl <= lim;
+}
+
+// Opts a kernel in to more than 48 KiB of dynamic shared memory and prefers the maximum shared
+// memory carveout (the tile kernels are occupancy-bound by shared memory, not by L1 hits).
+template <typename Kern>
+void prepare_kernel(Kern kern, int64_t smem, int device) {
+#ifndef DW_EMULATE
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, int64_t> done;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(reinterpret_cast<const void*>(kern), device);
+  auto it = done.find(key);
+  if (it == done.end()) {
+    if (cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout,
+                             int(cudaSharedmemCarveoutMaxShared)) != cudaSuccess) {
+      (void)cudaGetLastError();  // a hint only: clear this call's error, never fail because of it
+    }
+    it = done.emplace(key, int64_t(48 * 1024)).first;
+  }
+  if (smem > it->second) {
+    const cudaError_t err =
+        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+    DW_HOST_CHECK(err == cudaSuccess, "cudaFuncSetAttribute(MaxDynamicSharedMemorySize) failed");
+    it->second = smem;
+  }
+#else
+  (void)kern;
+  (void)smem;
+  (void)device;
+#endif
+}
+
+// Calls f(IC<K>{}) with K in {3, 5, 9} when a compiled kernel exists and applies, else f(IC<0>{}).
+template <typename T, typename F>
+void with_kernel_size(const Problem& pr, bool fast, const Tuning& tune, F&& f) {
+  if constexpr (std::is_same_v<T, double>) {
+    f(IC<0>{});  // float64 is for correctness: generic kernels only
+  } else {
+    if (fast && tune.allow_specialized) {
+      dispatch_kernel_size(pr.K, [&](auto kc) { f(IC<decltype(kc)::value>{}); });
+    } else {
+      f(IC<0>{});
+    }
+  }
+}
+
+// Blocks per channel (CF) / channel group (CL) of a split kernel: enough blocks for ~16 per SM in
+// all, never more than the work items of one channel.
+inline int64_t choose_split(int64_t groups, int64_t work, const DevInfo& dev, const Tuning& tune) {
+  int64_t split = tune.force_split > 0 ? tune.force_split : ceil_div(int64_t(dev.sms) * 16, groups);
+  split = clamp64(split, 1, std::max<int64_t>(work, 1));
+  split = std::min<int64_t>(split, std::max<int64_t>(1, int64_t(INT_MAX) / groups));
+  return split;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Forward
+// ------------------------------------------------------------------------------------------------
+template <typename T, typename W>
+void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W* bias, T* y,
+             const Desc3& yd, cudaStream_t stream, const DevInfo& dev, const Tuning& tune = {}) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  if (pr.B == 0 || pr.C == 0 || pr.Lo == 0) return;
+  const bool fast = pr.s == 1 && pr.d == 1;
+  const int64_t d_eff = pr.K == 1 ? 1 : pr.d;  // dilation is irrelevant for one tap
+  const int64_t kp = ceil_div(pr.K, V) * V;
+  const int64_t limit = smem_limit(dev, tune);
+  Path path = Path::Direct;
+  if (!tune.force_direct && pr.L > 0 && tile_ints_ok(pr) && d_eff <= (int64_t(1) << 24)) {
+    if (cf_ok(xd, pr.L) && cf_ok(yd, pr.Lo)) {
+      path = Path::CF;
+    } else if (cl_ok(xd, pr.C) && cl_ok(yd, pr.C)) {
+      path = Path::CL;
+    }
+  }
+
+  FwdArgs<T, W> a{};
+  a.x = x;
+  a.w = w;
+  a.bias = bias;
+  a.y = y;
+  a.B = pr.B;
+  a.C = pr.C;
+  a.L = pr.L;
+  a.Lo = pr.Lo;
+  a.pl = pr.pl;
+  a.K = int(std::min<int64_t>(pr.K, INT_MAX));
+  a.s = int(std::min<int64_t>(pr.s, INT_MAX));
+  a.d = int(std::min<int64_t>(d_eff, INT_MAX));
+  a.kp = int(std::min<int64_t>(kp, INT_MAX));
+  a.xsb = xd.sb;
+  a.xsc = xd.sc;
+  a.xsl = xd.sl;
+  a.ysb = yd.sb;
+  a.ysc = yd.sc;
+  a.ysl = yd.sl;
+  a.fast = fast;
+
+  if (path == Path::CF) {
+    const int64_t per_item = int64_t(kThreads) * V;
+    const int items = int(clamp64(ceil_div(pr.Lo, per_item), 1, kCfItemsFwd));
+    const int64_t tile = per_item * items;
+    const int64_t x_ext = std::max(tile + kp + 2 * V, (tile - 1) * pr.s + (pr.K - 1) * d_eff + V);
+    const int64_t nsm = ceil_div(x_ext, V);
+    const int64_t smem = (nsm * V + kp) * int64_t(sizeof(A));
+    if (smem <= limit) {
+      a.x_vec = cf_vec_ok<T, V>(x, xd);
+      a.y_vec = cf_vec_ok<T, V>(y, yd);
+      a.items = items;
+      a.tile = int(tile);
+      a.off = int(pos_mod(-pr.pl, V));
+      a.nsm = int(nsm);
+      a.ntiles = ceil_div(pr.Lo, tile);
+      a.total = pr.B * pr.C * a.ntiles;
+      const int64_t grid = std::min<int64_t>(a.total, tune.max_grid);
+      with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
+        auto kern = &dw_fwd_cf_kernel<T, W, decltype(kc)::value, kCfItemsFwd>;
+        prepare_kernel(kern, smem, dev.device);
+        DW_LAUNCH(kern, grid, size_t(smem), stream, a);
+        DW_CHECK_LAUNCH("dw_fwd_cf_kernel");
+      });
+      return;
+    }
+  } else if (path == Path::CL) {
+    const int64_t per_item = int64_t(kClGroups) * V;
+    const int items = int(clamp64(ceil_div(pr.Lo, per_item), 1, kClItemsFwd));
+    const int64_t tile = per_item * items;
+    const int64_t nrows = std::max(tile + kp - 1, (tile - 1) * pr.s + (pr.K - 1) * d_eff + 1);
+    const int64_t smem = (nrows + kp) * kClVecs * V * int64_t(sizeof(A));
+    if (smem <= limit) {
+      const int64_t groups = ceil_div(pr.C, int64_t(kClVecs) * V);
+      a.x_vec = cl_vec_ok<T, V>(x, xd);
+      a.y_vec = cl_vec_ok<T, V>(y, yd);
+      a.items = items;
+      a.tile = int(tile);
+      a.off = 0;
+      a.nsm = int(nrows);
+      a.ntiles = ceil_div(pr.Lo, tile);
+      a.total = pr.B * a.ntiles;
+      a.split = choose_split(groups, a.total, dev, tune);
+      const int64_t grid = groups * a.split;
+      DW_HOST_CHECK(grid <= INT_MAX, "sepconv1d: too many channels for the CUDA grid");
+      with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
+        auto kern = &dw_fwd_cl_kernel<T, W, decltype(kc)::value, kClItemsFwd>;
+        prepare_kernel(kern, smem, dev.device);
+        DW_LAUNCH(kern, grid, size_t(smem), stream, a);
+        DW_CHECK_LAUNCH("dw_fwd_cl_kernel");
+      });
+      return;
+    }
+  }
+
+  // Direct kernel: any layout and size.
+  DirectArgs<T, W> da{};
+  da.x = x;
+  da.w = w;
+  da.bias = bias;
+  da.y = y;
+  da.B = pr.B;
+  da.C = pr.C;
+  da.L = pr.L;
+  da.Lo = pr.Lo;
+  da.K = pr.K;
+  da.s = pr.s;
+  da.d = pr.d;
+  da.pl = pr.pl;
+  da.xsb = xd.sb;
+  da.xsc = xd.sc;
+  da.xsl = xd.sl;
+  da.ysb = yd.sb;
+  da.ysc = yd.sc;
+  da.ysl = yd.sl;
+  const int64_t grid = clamp64(ceil_div(pr.B * pr.C * pr.Lo, kThreads), 1,
+                               std::min<int64_t>(tune.max_grid, int64_t(dev.sms) * 64));
+  auto kern = &dw_fwd_direct_kernel<T, W>;
+  DW_LAUNCH(kern, grid, size_t(0), stream, da);
+  DW_CHECK_LAUNCH("dw_fwd_direct_kernel");
+}
+
+// ------------------------------------------------------------------------------------------------
+// Backward
+// ------------------------------------------------------------------------------------------------
+// dx (when not nullptr) in dxd's layout, dw (C, K) and db (C) contiguous in W (when not nullptr).
+// alloc(bytes) returns device memory for the partial sums that stays valid for the launches.
+template <typename T, typename W, typename Alloc>
+void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, const Desc3& xd,
+              const W* w, T* dx, const Desc3& dxd, W* dw, W* db, Alloc&& alloc,
+              cudaStream_t stream, const DevInfo& dev, const Tuning& tune = {}) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  const bool want_x = dx != nullptr && pr.B > 0 && pr.C > 0 && pr.L > 0;
+  const bool want_w = dw != nullptr && pr.C > 0;
+  const bool want_b = db != nullptr && pr.C > 0;
+  if (!want_x && !want_w && !want_b) return;
+  const bool want_wb = want_w || want_b;
+  if (pr.B == 0 || pr.Lo == 0) {
+    // Sums over nothing: zeros (split = 0 makes the reduction write 0).
+    if (want_wb) {
+      auto kern = &dw_reduce_kernel<A, W>;
+      const int64_t grid = clamp64(ceil_div((pr.K + 1) * pr.C, kThreads), 1, int64_t(dev.sms) * 32);
+      DW_LAUNCH(kern, grid, size_t(0), stream, static_cast<const A*>(nullptr), int64_t(0), pr.K,
+                pr.C, want_w ? dw : nullptr, want_b ? db : nullptr);
+      DW_CHECK_LAUNCH("dw_reduce_kernel");
+    }
+    return;
+  }
+  const bool fast = pr.s == 1 && pr.d == 1;
+  const int64_t d_eff = pr.K == 1 ? 1 : pr.d;
+  const int64_t kp = ceil_div(pr.K, V) * V;
+  const int64_t limit = smem_limit(dev, tune);
+  Path path = Path::Direct;
+  if (!tune.force_direct && pr.L > 0 && tile_ints_ok(pr) && d_eff <= (int64_t(1) << 24)) {
+    const bool cf = cf_ok(dyd, pr.Lo) && cf_ok(xd, pr.L) && (!want_x || cf_ok(dxd, pr.L));
+    const bool cl = cl_ok(dyd, pr.C) && cl_ok(xd, pr.C) && (!want_x || cl_ok(dxd, pr.C));
+    if (cf) {
+      path = Path::CF;
+    } else if (cl) {
+      path = Path::CL;
+    }
+  }
+
+  BwdArgs<T, W> a{};
+  a.dy = dy;
+  a.x = x;
+  a.w = w;
+  a.dx = want_x ? dx : nullptr;
+  a.B = pr.B;
+  a.C = pr.C;
+  a.L = pr.L;
+  a.Lo = pr.Lo;
+  a.pl = pr.pl;
+  a.K = int(std::min<int64_t>(pr.K, INT_MAX));
+  a.s = int(std::min<int64_t>(pr.s, INT_MAX));
+  a.d = int(std::min<int64_t>(d_eff, INT_MAX));
+  a.kp = int(std::min<int64_t>(kp, INT_MAX));
+  a.dysb = dyd.sb;
+  a.dysc = dyd.sc;
+  a.dysl = dyd.sl;
+  a.xsb = xd.sb;
+  a.xsc = xd.sc;
+  a.xsl = xd.sl;
+  a.dxsb = dxd.sb;
+  a.dxsc = dxd.sc;
+  a.dxsl = dxd.sl;
+  a.want_x = want_x;
+  a.want_w = want_w;
+  a.want_b = want_b;
+  a.fast = fast;
+
+  // The dy tile starts dlo positions before the tile's first output: far enough left for the
+  // leftmost dx tap (dx[i] reads dy[(i + pl - k*d) / s]); with stride 1, dilation 1 this is also
+  // where the run-time-K kernels' front-padded flipped kernel starts.
+  const int64_t dlo_raw = std::min<int64_t>(0, floor_div(pr.pl - (kp - 1) * d_eff, pr.s));
+
+  auto launch_reduce = [&](const A* part, int64_t split) {
+    auto kern = &dw_reduce_kernel<A, W>;
+    const int64_t grid = clamp64(ceil_div((pr.K + 1) * pr.C, kThreads), 1, int64_t(dev.sms) * 32);
+    DW_LAUNCH(kern, grid, size_t(0), stream, part, split, pr.K, pr.C, want_w ? dw : nullptr,
+              want_b ? db : nullptr);
+    DW_CHECK_LAUNCH("dw_reduce_kernel");
+  };
+
+  if (path == Path::CF) {
+    const int64_t per_item = int64_t(kThreads) * V;
+    const int64_t span = std::max(pr.Lo, ceil_div(pr.L, pr.s));
+    const int items = int(clamp64(ceil_div(span, per_item), 1, kCfItemsBwd));
+    const int64_t tile = per_item * items;
+    const int64_t dlo = floor_to(dlo_raw, V);
+    const int64_t dyj = -dlo;
+    const int64_t x_ext = std::max(tile + kp + 2 * V, (tile - 1) * pr.s + (pr.K - 1) * d_eff + V);
+    const int64_t dy_ext = std::max({dyj + tile, tile + dyj + pr.pl + kp + 2 * V + 1,
+                                     dyj + floor_div(tile * pr.s - 1 + pr.pl, pr.s) + 1});
+    const int64_t nsm_x = want_w ? ceil_div(x_ext, V) : 0;
+    const int64_t nsm_dy = ceil_div(dy_ext, V);
+    const int64_t smem = ((nsm_x + nsm_dy) * V + kp + (kp + 1) * kWarps) * int64_t(sizeof(A));
+    if (smem <= limit) {
+      a.dy_vec = cf_vec_ok<T, V>(dy, dyd);
+      a.x_vec = cf_vec_ok<T, V>(x, xd);
+      a.dx_vec = want_x && cf_vec_ok<T, V>(dx, dxd);
+      a.items = items;
+      a.tile = int(tile);
+      a.off = int(pos_mod(-pr.pl, V));
+      a.dlo = int(dlo);
+      a.nsm_x = int(nsm_x);
+      a.nsm_dy = int(nsm_dy);
+      a.ntiles = std::max(ceil_div(pr.Lo, tile), ceil_div(pr.L, tile * pr.s));
+      a.work = pr.B * a.ntiles;
+      a.split = choose_split(pr.C, a.work, dev, tune);
+      const int64_t grid = pr.C * a.split;
+      DW_HOST_CHECK(grid <= INT_MAX, "sepconv1d: too many channels for the CUDA grid");
+      if (want_wb) {
+        a.part = static_cast<A*>(alloc(size_t(a.split * (pr.K + 1) * pr.C) * sizeof(A)));
+      }
+      with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
+        auto kern = &dw_bwd_cf_kernel<T, W, decltype(kc)::value, kCfItemsBwd>;
+        prepare_kernel(kern, smem, dev.device);
+        DW_LAUNCH(kern, grid, size_t(smem), stream, a);
+        DW_CHECK_LAUNCH("dw_bwd_cf_kernel");
+      });
+      if (want_wb) launch_reduce(a.part, a.split);
+      return;
+    }
+  } else if (path == Path::CL) {
+    const int64_t per_item = int64_t(kClGroups) * V;
+    const int64_t span = std::max(pr.Lo, ceil_div(pr.L, pr.s));
+    const int items = int(clamp64(ceil_div(span, per_item), 1, kClItemsBwd));
+    const int64_t tile = per_item * items;
+    const int64_t dlo = dlo_raw;
+    const int64_t x_rows = std::max(tile + kp - 1, (tile - 1) * pr.s + (pr.K - 1) * d_eff + 1);
+    const int64_t dy_rows = std::max({tile - dlo, tile + pr.pl - dlo,
+                                      floor_div(tile * pr.s - 1 + pr.pl, pr.s) + 1 - dlo});
+    const int64_t nsm_x = want_w ? x_rows : 0;
+    const int64_t smem = (nsm_x + dy_rows + kp + kp + 1) * kClVecs * V * int64_t(sizeof(A));
+    if (smem <= limit) {
+      const int64_t groups = ceil_div(pr.C, int64_t(kClVecs) * V);
+      a.dy_vec = cl_vec_ok<T, V>(dy, dyd);
+      a.x_vec = cl_vec_ok<T, V>(x, xd);
+      a.dx_vec = want_x && cl_vec_ok<T, V>(dx, dxd);
+      a.items = items;
+      a.tile = int(tile);
+      a.off = 0;
+      a.dlo = int(dlo);
+      a.nsm_x = int(nsm_x);
+      a.nsm_dy = int(dy_rows);
+      a.ntiles = std::max(ceil_div(pr.Lo, tile), ceil_div(pr.L, tile * pr.s));
+      a.work = pr.B * a.ntiles;
+      a.split = choose_split(groups, a.work, dev, tune);
+      const int64_t grid = groups * a.split;
+      DW_HOST_CHECK(grid <= INT_MAX, "sepconv1d: too many channels for the CUDA grid");
+      if (want_wb) {
+        a.part = static_cast<A*>(alloc(size_t(a.split * (pr.K + 1) * pr.C) * sizeof(A)));
+      }
+      with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
+        auto kern = &dw_bwd_cl_kernel<T, W, decltype(kc)::value, kClItemsBwd>;
+        prepare_kernel(kern, smem, dev.device);
+        DW_LAUNCH(kern, grid, size_t(smem), stream, a);
+        DW_CHECK_LAUNCH("dw_bwd_cl_kernel");
+      });
+      if (want_wb) launch_reduce(a.part, a.split);
+      return;
+    }
+  }
+
+  // Direct kernels.
+  DirectArgs<T, W> da{};
+  da.x = x;
+  da.dy = dy;
+  da.w = w;
+  da.y = dx;
+  da.B = pr.B;
+  da.C = pr.C;
+  da.L = pr.L;
+  da.Lo = pr.Lo;
+  da.K = pr.K;
+  da.s = pr.s;
+  da.d = pr.d;
+  da.pl = pr.pl;
+  da.xsb = xd.sb;
+  da.xsc = xd.sc;
+  da.xsl = xd.sl;
+  da.ysb = dxd.sb;
+  da.ysc = dxd.sc;
+  da.ysl = dxd.sl;
+  da.dysb = dyd.sb;
+  da.dysc = dyd.sc;
+  da.dysl = dyd.sl;
+  da.want_w = want_w;
+  da.want_b = want_b;
+  if (want_x) {
+    const int64_t grid = clamp64(ceil_div(pr.B * pr.C * pr.L, kThreads), 1,
+                                 std::min<int64_t>(tune.max_grid, int64_t(dev.sms) * 64));
+    auto kern = &dw_bwd_dx_direct_kernel<T, W>;
+    DW_LAUNCH(kern, grid, size_t(0), stream, da);
+    DW_CHECK_LAUNCH("dw_bwd_dx_direct_kernel");
+  }
+  if (want_wb) {
+    // Cap the workspace at 64 MiB.
+    const int64_t per_split = (pr.K + 1) * pr.C * int64_t(sizeof(A));
+    int64_t split = choose_split(pr.C, ceil_div(pr.B * pr.Lo, kThreads), dev, tune);
+    split = std::max<int64_t>(1, std::min(split, (int64_t(64) << 20) / per_split));
+    da.split = split;
+    da.part = static_cast<A*>(alloc(size_t(split * per_split)));
+    const int64_t grid = pr.C * split;
+    DW_HOST_CHECK(grid <= INT_MAX, "sepconv1d: too many channels for the CUDA grid");
+    auto kern = &dw_bwd_dw_direct_kernel<T, W>;
+    DW_LAUNCH(kern, grid, size_t(0), stream, da);
+    DW_CHECK_LAUNCH("dw_bwd_dw_direct_kernel");
+    launch_reduce(da.part, split);
+  }
+}
+
+}  // namespace dwk
+}  // namespace cuda
+}  // namespace sepconv1d

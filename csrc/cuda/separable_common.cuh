@@ -1,0 +1,485 @@
+// Pieces shared by the separable forward and weight-gradient kernels: tile constants, element
+// conversions, and the on-chip depthwise "item" routines that turn a staged x window into h.
+#pragma once
+
+#include "cuda/cuda_utils.cuh"
+#include "cuda/separable_ptx.cuh"
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace sepconv1d {
+namespace cuda {
+namespace sep {
+
+constexpr int kThreads = 256;  // every separable kernel runs 8 warps
+constexpr int kT = 8;          // default outputs per depthwise item (one thread, one channel)
+constexpr int kU = 8;          // taps per register window
+
+enum GemmKind : int { kGemmMma16 = 0, kGemmTf32 = 1, kGemmSimt = 2 };
+
+// How a depthwise item reads its x window from shared memory.
+//  kModeVec: channel-first rows, stride 1, dilation 1: 16-byte loads of the window, realigned by a
+//            compile-time element offset (the row start is 16-byte aligned in global memory).
+//  kModeWin: stride 1, any dilation/layout: the item's outputs are jb, jb+d, ..., so one register
+//            window of TT+kU-1 scalars serves kU taps of all TT outputs of an item.
+//  kModeGen: anything else (stride > 1): one shared-memory read per multiply.
+enum DwMode : int { kModeVec = 0, kModeWin = 1, kModeGen = 2 };
+
+template <typename T>
+struct AccOf {
+  using type = float;
+};
+template <>
+struct AccOf<double> {
+  using type = double;
+};
+
+__host__ __device__ constexpr int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+__host__ __device__ constexpr int64_t ceil_div(int64_t v, int64_t m) { return (v + m - 1) / m; }
+__device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// Returns v unchanged but opaque to the optimiser: index maths derived from it inside a loop body
+// is not hoisted out of the pipeline loop (which would keep it live in registers throughout).
+__device__ __forceinline__ int opaque(int v) {
+#ifndef SEP_EMULATE
+  asm volatile("" : "+r"(v));
+#endif
+  return v;
+}
+
+// The kernels' dynamic shared memory (a host buffer under emulation).
+#ifdef SEP_EMULATE
+#define SEP_DYNAMIC_SMEM(name) unsigned char* name = ::sepemu::dynamic_smem()
+#else
+#define SEP_DYNAMIC_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
+
+// Element i of a packed register array of 32-bit words holding Tx values, widened to the
+// accumulation type. i must be a compile-time constant after unrolling.
+template <typename Tx>
+__device__ __forceinline__ auto raw_elem(const uint32_t* raw, int i) {
+  if constexpr (std::is_same_v<Tx, float>) {
+    return __uint_as_float(raw[i]);
+  } else if constexpr (std::is_same_v<Tx, double>) {
+    return __hiloint2double(static_cast<int>(raw[2 * i + 1]), static_cast<int>(raw[2 * i]));
+  } else if constexpr (std::is_same_v<Tx, __nv_bfloat16>) {
+    const uint32_t w = raw[i >> 1];
+    return __uint_as_float((i & 1) ? (w & 0xffff0000u) : (w << 16));
+  } else {
+    static_assert(std::is_same_v<Tx, __half>);
+    const uint32_t w = raw[i >> 1];
+    const unsigned short bits = static_cast<unsigned short>((i & 1) ? (w >> 16) : (w & 0xffffu));
+    return __half2float(__ushort_as_half(bits));
+  }
+}
+
+template <typename Tacc>
+__device__ __forceinline__ Tacc widen(float v) {
+  return v;
+}
+template <typename Tacc>
+__device__ __forceinline__ Tacc widen(double v) {
+  return v;
+}
+template <typename Tacc>
+__device__ __forceinline__ Tacc widen(__half v) {
+  return __half2float(v);
+}
+template <typename Tacc>
+__device__ __forceinline__ Tacc widen(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+
+// Accumulator -> the type stored in shared memory for the GEMM (tf32 rounding when asked).
+template <typename Tm, bool kTf32, typename Tacc>
+__device__ __forceinline__ Tm narrow_to(Tacc v) {
+  if constexpr (std::is_same_v<Tm, __half>) {
+    return __float2half_rn(v);
+  } else if constexpr (std::is_same_v<Tm, __nv_bfloat16>) {
+    return __float2bfloat16_rn(v);
+  } else if constexpr (std::is_same_v<Tm, float>) {
+    return kTf32 ? round_tf32(v) : v;
+  } else {
+    return v;
+  }
+}
+
+// Calls f(std::integral_constant<int, v>{}) for a run-time v in [I, N).
+template <int I, int N, typename F>
+__device__ __forceinline__ void static_switch(int v, F& f) {
+  if constexpr (I < N) {
+    if (v == I) {
+      f(std::integral_constant<int, I>{});
+    } else {
+      static_switch<I + 1, N>(v, f);
+    }
+  }
+}
+
+// Four consecutive values from a 16-byte-aligned shared address.
+__device__ __forceinline__ void load4(const float* p, float* v) {
+  const float4 a = *reinterpret_cast<const float4*>(p);
+  v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+}
+__device__ __forceinline__ void load4(const double* p, double* v) {
+  const double2 a = *reinterpret_cast<const double2*>(p);
+  const double2 b = *reinterpret_cast<const double2*>(p + 2);
+  v[0] = a.x; v[1] = a.y; v[2] = b.x; v[3] = b.y;
+}
+
+// acc[t] += sum_{u < ku} w[u] * win[t + u] for the kU taps at wrow (16-byte aligned, zero padded).
+// Weights are read four at a time so only four are live.
+template <int TT, typename Tacc>
+__device__ __forceinline__ void taps8(const Tacc* wrow, int ku, const Tacc (&win)[TT + kU - 1],
+                                      Tacc (&acc)[TT]) {
+#pragma unroll
+  for (int h = 0; h < kU; h += 4) {
+    if (h < ku) {
+      Tacc w[4];
+      load4(wrow + h, w);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        if (h + u < ku) {
+#pragma unroll
+          for (int t = 0; t < TT; ++t) acc[t] = fma(w[u], win[t + h + u], acc[t]);
+        }
+      }
+    }
+  }
+}
+
+// ---- depthwise items: acc[t] += sum_k w[k] * x[window(t, k)] -----------------------------------
+
+// kModeVec. row: the channel's shared row (16-byte aligned), element r of the window at
+// row[OFF + r]; outputs jb..jb+TT-1 (jb % TT == 0), tap k reads window element jb + t + k.
+// For k0 = 0, 8, ... it reads the 16-byte vectors covering row[jb + k0 + OFF .. + TT + 6], i.e. at
+// most row[jb + k0 + TT + 15] (TT = 8, 16; OFF < 16 bytes): with jb <= NPOS - TT and
+// k0 <= round_up(K, 8) - 8, rows of NPOS + round_up(K, 8) + 8 elements suffice (plan_dw).
+template <int OFF, typename Tx, typename Tacc, int TT>
+__device__ __forceinline__ void dw_item_vec(const Tx* row, const Tacc* wrow, int jb, int K,
+                                            Tacc (&acc)[TT]) {
+  constexpr int kEpv = 16 / static_cast<int>(sizeof(Tx));  // elements per 16-byte vector
+  constexpr int kHalfWin = TT + kU / 2 - 1;                 // window of four taps
+  for (int k0 = 0; k0 < K; k0 += kU) {
+    const int ku = min(kU, K - k0);
+    const uint4* src = reinterpret_cast<const uint4*>(row + jb + k0);
+    if constexpr (sizeof(Tx) == 2) {
+      // 16-bit x: the whole window (TT + kU - 1 elements, at most ceil((7 + TT + 7) / 8) vectors);
+      // each element is widened as its vector arrives.
+      constexpr int kWin = TT + kU - 1;
+      constexpr int kNV = (OFF + kWin + kEpv - 1) / kEpv;
+      Tacc win[kWin];
+#pragma unroll
+      for (int v = 0; v < kNV; ++v) {
+        // Only vectors holding a used element (window element < TT - 1 + ku) are read.
+        uint4 q = make_uint4(0u, 0u, 0u, 0u);
+        if (v * kEpv - OFF < TT - 1 + ku) q = src[v];
+        const uint32_t raw[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int i = 0; i < kEpv; ++i) {
+          const int e = v * kEpv + i - OFF;
+          if (e >= 0 && e < kWin) win[e] = raw_elem<Tx>(raw, i);
+        }
+      }
+      taps8(wrow + k0, ku, win, acc);
+    } else {
+      // Taps k0 + h .. k0 + h + 3 read window elements [h, h + kHalfWin), i.e. row elements
+      // [OFF + h, OFF + h + kHalfWin) past jb + k0; each vector covering them is loaded and widened
+      // right away so few raw words are live at once.
+#pragma unroll
+      for (int h = 0; h < kU; h += kU / 2) {
+        if (h < ku) {
+          Tacc win[kHalfWin];
+#pragma unroll
+          for (int v = (OFF + h) / kEpv; v <= (OFF + h + kHalfWin - 1) / kEpv; ++v) {
+            const uint4 q = src[v];
+            const uint32_t raw[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+            for (int i = 0; i < kEpv; ++i) {
+              const int e = v * kEpv + i - OFF - h;
+              if (e >= 0 && e < kHalfWin) win[e] = raw_elem<Tx>(raw, i);
+            }
+          }
+          Tacc w[4];
+          load4(wrow + k0 + h, w);
+#pragma unroll
+          for (int u = 0; u < 4; ++u) {
+            if (h + u < ku) {
+#pragma unroll
+              for (int t = 0; t < TT; ++t) acc[t] = fma(w[u], win[t + u], acc[t]);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// kModeWin. base: the item's first window element (output jb, tap 0); window element e (tap
+// k0 + u of output t, e = t + u) lies at base[(k0 + e) * estep] with estep = dilation * pstep.
+template <typename Tx, typename Tacc, int TT>
+__device__ __forceinline__ void dw_item_win(const Tx* base, int estep, const Tacc* wrow, int K,
+                                            Tacc (&acc)[TT]) {
+  constexpr int kWin = TT + kU - 1;
+  for (int k0 = 0; k0 < K; k0 += kU) {
+    const int ku = min(kU, K - k0);
+    const Tx* b = base + k0 * estep;
+    Tacc win[kWin];
+#pragma unroll
+    for (int e = 0; e < kWin; ++e) win[e] = (e < TT - 1 + ku) ? widen<Tacc>(b[e * estep]) : Tacc(0);
+    taps8(wrow + k0, ku, win, acc);
+  }
+}
+
+// kModeGen. base: window element 0 of output t = 0; output t, tap k at
+// base[(t * stride + k * dilation) * pstep].
+template <typename Tx, typename Tacc, int TT>
+__device__ __forceinline__ void dw_item_gen(const Tx* base, int pstep, int stride, int dil,
+                                            const Tacc* wrow, int K, Tacc (&acc)[TT]) {
+  const int tstep = stride * pstep;
+  const int kstep = dil * pstep;
+  for (int k = 0; k < K; ++k) {
+    const Tacc w = wrow[k];
+    const Tx* b = base + k * kstep;
+#pragma unroll
+    for (int t = 0; t < TT; ++t) acc[t] = fma(w, widen<Tacc>(b[t * tstep]), acc[t]);
+  }
+}
+
+__device__ __forceinline__ unsigned short bits16(__half v) { return __half_as_ushort(v); }
+__device__ __forceinline__ unsigned short bits16(__nv_bfloat16 v) { return __bfloat16_as_ushort(v); }
+
+// Stores 8 consecutive h values (dst 16-byte aligned).
+template <typename Tm, bool kTf32, typename Tacc>
+__device__ __forceinline__ void store_h8(Tm* dst, const Tacc* acc) {
+  if constexpr (sizeof(Tm) == 2) {
+    uint32_t packed[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const Tm lo = narrow_to<Tm, kTf32>(acc[2 * i]);
+      const Tm hi = narrow_to<Tm, kTf32>(acc[2 * i + 1]);
+      packed[i] = static_cast<uint32_t>(bits16(lo)) | (static_cast<uint32_t>(bits16(hi)) << 16);
+    }
+    *reinterpret_cast<uint4*>(dst) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+  } else if constexpr (sizeof(Tm) == 4) {
+    float4 a, b;
+    a.x = narrow_to<Tm, kTf32>(acc[0]); a.y = narrow_to<Tm, kTf32>(acc[1]);
+    a.z = narrow_to<Tm, kTf32>(acc[2]); a.w = narrow_to<Tm, kTf32>(acc[3]);
+    b.x = narrow_to<Tm, kTf32>(acc[4]); b.y = narrow_to<Tm, kTf32>(acc[5]);
+    b.z = narrow_to<Tm, kTf32>(acc[6]); b.w = narrow_to<Tm, kTf32>(acc[7]);
+    reinterpret_cast<float4*>(dst)[0] = a;
+    reinterpret_cast<float4*>(dst)[1] = b;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      reinterpret_cast<double2*>(dst)[i] = make_double2(acc[2 * i], acc[2 * i + 1]);
+    }
+  }
+}
+
+// Stores the TT consecutive h values of an item (dst 16-byte aligned, TT % 8 == 0).
+template <typename Tm, bool kTf32, typename Tacc, int TT>
+__device__ __forceinline__ void store_h(Tm* dst, const Tacc (&acc)[TT]) {
+#pragma unroll
+  for (int i = 0; i < TT; i += 8) store_h8<Tm, kTf32>(dst + i, acc + i);
+}
+
+// ---- x window staging + depthwise of one chunk -----------------------------------------------------
+
+// Geometry of the depthwise part, shared by the forward and the weight-gradient kernels.
+struct DwParams {
+  const void* x;
+  const void* dwp;  // acc type [cin_pad][kp], zero padded (tap k >= K, channel >= cin)
+  const void* dwb;  // acc type [cin_pad] added to h, or nullptr (forward folds it into the bias)
+  int64_t xsb, xsc, xsl, L;
+  int cin, K, kp, stride, dil, pad_left;
+  int mode;      // DwMode
+  int vec_load;  // x rows 16-byte aligned in global memory: 16-byte cp.async
+  int ng;        // item groups per channel (items = CH * ng)
+  int npos;      // channel-last: positions staged per chunk
+  int xpitch;    // channel-first: elements per channel row; channel-last: per position row
+  int dwpitch;   // elements per channel row of the staged depthwise weights
+};
+
+// One chunk: CH channels [c0, c0 + CH) x NPOS outputs [j0, j0 + NPOS) of batch b. h lands in hs as
+// [CH][HP] (row c, column jj) in the GEMM operand type Tm.
+// TT outputs per depthwise item (8, or 16 to share windows and weights where registers allow).
+template <typename Tx, typename Tm, bool kTf32, int CH, int NPOS, int HP, bool kXcl, int TT = kT>
+struct DwStage {
+  using Tacc = typename AccOf<Tx>::type;
+  static constexpr int kV = 16 / static_cast<int>(sizeof(Tx));
+  static_assert(NPOS % TT == 0, "");
+  static_assert(kThreads % CH == 0 || CH % 32 == 0, "");
+
+  // Channel-first 16-byte loads start each row at the aligned position p0 - off.
+  __device__ static int offset(const DwParams& d, int64_t p0) {
+    return (!kXcl && d.vec_load) ? static_cast<int>(((p0 % kV) + kV) % kV) : 0;
+  }
+
+  // Issues (cp.async, uncommitted) or performs the staging of x and the depthwise weights.
+  // p0 = j0 * stride - pad_left: input position of window element 0.
+  __device__ static void load(const DwParams& d, int64_t b, int c0, int64_t p0, int off, Tx* xs,
+                              Tacc* dws, int tid) {
+    tid = opaque(tid);
+    const int cvalid = min(CH, d.cin - c0);  // may be <= 0 only for padded channel tiles
+    {
+      const int vpr = d.kp * static_cast<int>(sizeof(Tacc)) / 16;
+      constexpr int kElPerVec = 16 / static_cast<int>(sizeof(Tacc));
+      const Tacc* src = static_cast<const Tacc*>(d.dwp) + static_cast<int64_t>(c0) * d.kp;
+      for (int idx = tid; idx < CH * vpr; idx += kThreads) {
+        const int r = idx / vpr;
+        const int v = idx - r * vpr;
+        cp_async16(dws + r * d.dwpitch + v * kElPerVec, src + r * d.kp + v * kElPerVec, 16);
+      }
+    }
+    // Source of zero-byte cp.async copies: any valid global address (x may be empty).
+    const Tx* dummy = static_cast<const Tx*>(d.dwp);
+    const Tx* xb = static_cast<const Tx*>(d.x) + b * d.xsb;
+    if (!kXcl) {
+      // rows = channels, positions [p0 - off, p0 - off + xpitch) per row (the whole row).
+      if (d.vec_load) {
+        const int64_t p0a = p0 - off;
+        const int vpr = d.xpitch / kV;
+        for (int idx = tid; idx < CH * vpr; idx += kThreads) {
+          const int c = idx / vpr;
+          const int v = idx - c * vpr;
+          const int64_t pos = p0a + static_cast<int64_t>(v) * kV;  // multiple of kV
+          const Tx* src = dummy;
+          int bytes = 0;
+          if (c < cvalid && pos >= 0 && pos < d.L) {
+            bytes = static_cast<int>(min64(kV, d.L - pos)) * static_cast<int>(sizeof(Tx));
+            src = xb + static_cast<int64_t>(c0 + c) * d.xsc + pos;
+          }
+          cp_async16(xs + c * d.xpitch + v * kV, src, bytes);
+        }
+      } else {
+        for (int idx = tid; idx < CH * d.xpitch; idx += kThreads) {
+          const int c = idx / d.xpitch;
+          const int i = idx - c * d.xpitch;
+          const int64_t pos = p0 + i;
+          Tx* dst = xs + c * d.xpitch + i;
+          if (c < cvalid && pos >= 0 && pos < d.L) {
+            copy_elem(dst, xb + static_cast<int64_t>(c0 + c) * d.xsc + pos * d.xsl);
+          } else {
+            *dst = Tx(0.0f);
+          }
+        }
+      }
+    } else {
+      // rows = positions p0 + i, i < npos; CH channels per row.
+      if (d.vec_load) {
+        constexpr int kVpr = CH / kV;
+        for (int idx = tid; idx < d.npos * kVpr; idx += kThreads) {
+          const int i = idx / kVpr;
+          const int cc = (idx - i * kVpr) * kV;
+          const int64_t pos = p0 + i;
+          const Tx* src = dummy;
+          int bytes = 0;
+          if (cc < cvalid && pos >= 0 && pos < d.L) {
+            bytes = min(kV, cvalid - cc) * static_cast<int>(sizeof(Tx));
+            src = xb + pos * d.xsl + (c0 + cc);
+          }
+          cp_async16(xs + i * d.xpitch + cc, src, bytes);
+        }
+      } else {
+        for (int idx = tid; idx < d.npos * CH; idx += kThreads) {
+          const int i = idx / CH;
+          const int c = idx - i * CH;
+          const int64_t pos = p0 + i;
+          Tx* dst = xs + i * d.xpitch + c;
+          if (c < cvalid && pos >= 0 && pos < d.L) {
+            copy_elem(dst, xb + pos * d.xsl + static_cast<int64_t>(c0 + c) * d.xsc);
+          } else {
+            *dst = Tx(0.0f);
+          }
+        }
+      }
+    }
+  }
+
+  // 4/8-byte elements: cp.async; 2-byte elements: a plain (synchronous) copy.
+  __device__ static void copy_elem(Tx* dst, const Tx* src) {
+    if constexpr (sizeof(Tx) == 4) {
+      cp_async4(dst, src);
+    } else if constexpr (sizeof(Tx) == 8) {
+      cp_async8(dst, src);
+    } else {
+      *dst = *src;
+    }
+  }
+
+  // Zeroes outputs jj >= nvalid (so a ragged tail contributes exactly nothing to a reduction).
+  __device__ static void clip(Tacc (&acc)[TT], int jj0, int step, int nvalid) {
+#pragma unroll
+    for (int t = 0; t < TT; ++t) {
+      if (jj0 + t * step >= nvalid) acc[t] = Tacc(0);
+    }
+  }
+
+  // h chunk -> hs. c0: first channel (for the bias); nvalid: outputs >= nvalid are stored as 0.
+  __device__ static void compute(const DwParams& d, const Tx* xs, const Tacc* dws, Tm* hs, int off,
+                                 int c0, int nvalid, int tid) {
+    tid = opaque(tid);
+    const int nitems = CH * d.ng;
+    const Tacc* dwb = static_cast<const Tacc*>(d.dwb);
+    if constexpr (!kXcl) {
+      if (d.mode == kModeVec) {
+        auto run = [&](auto off_c) {
+          constexpr int OFF = decltype(off_c)::value;
+          for (int idx = tid; idx < nitems; idx += kThreads) {
+            const int c = idx % CH;
+            const int jb = (idx / CH) * TT;
+            Tacc acc[TT];
+            const Tacc init = dwb != nullptr ? dwb[c0 + c] : Tacc(0);
+#pragma unroll
+            for (int t = 0; t < TT; ++t) acc[t] = init;
+            dw_item_vec<OFF, Tx, Tacc>(xs + c * d.xpitch, dws + c * d.dwpitch, jb, d.K, acc);
+            clip(acc, jb, 1, nvalid);
+            store_h<Tm, kTf32>(hs + c * HP + jb, acc);
+          }
+        };
+        static_switch<0, kV>(off, run);
+        return;
+      }
+    }
+    // Channel-first: window element r of channel c at xs[c * xpitch + off + r];
+    // channel-last:  at xs[r * xpitch + c].
+    const int pstep = kXcl ? d.xpitch : 1;
+    for (int idx = tid; idx < nitems; idx += kThreads) {
+      const int c = idx % CH;
+      const int g = idx / CH;
+      const Tx* row = kXcl ? xs + c : xs + c * d.xpitch + off;
+      const Tacc* wrow = dws + c * d.dwpitch;
+      Tacc acc[TT];
+      const Tacc init = dwb != nullptr ? dwb[c0 + c] : Tacc(0);
+#pragma unroll
+      for (int t = 0; t < TT; ++t) acc[t] = init;
+      if (d.mode == kModeGen) {
+        const int jj0 = g * TT;
+        dw_item_gen<Tx, Tacc>(row + jj0 * d.stride * pstep, pstep, d.stride, d.dil, wrow, d.K, acc);
+        clip(acc, jj0, 1, nvalid);
+        store_h<Tm, kTf32>(hs + c * HP + jj0, acc);
+      } else {
+        const int dl = d.dil;
+        const int jb = (g / dl) * (TT * dl) + (g % dl);  // outputs jb + t * dl
+        dw_item_win<Tx, Tacc>(row + jb * pstep, dl * pstep, wrow, d.K, acc);
+        clip(acc, jb, dl, nvalid);
+        if (dl == 1) {
+          store_h<Tm, kTf32>(hs + c * HP + jb, acc);
+        } else {
+#pragma unroll
+          for (int t = 0; t < TT; ++t) {
+            const int jj = jb + t * dl;
+            if (jj < NPOS) hs[c * HP + jj] = narrow_to<Tm, kTf32>(acc[t]);
+          }
+        }
+      }
+    }
+  }
+};
+
+}  // namespace sep
+}  // namespace cuda
+}  // namespace sepconv1d

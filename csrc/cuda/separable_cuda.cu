@@ -1,0 +1,425 @@
+// CUDA fused depthwise-separable Conv1d: forward and backward, registered for
+// torch.ops.sepconv1d.separable_conv1d{,_backward}. Kernels: separable_fwd.cuh (fused forward, also
+// used for dh = pw^T dy), separable_dpw.cuh (pointwise weight gradient with h recomputed on chip).
+// Design notes: csrc/NOTES.md, "Separable CUDA v1".
+#include "common/conv_params.h"
+#include "common/dispatch.h"
+#include "cuda/cuda_utils.cuh"
+#include "cuda/depthwise_cuda.h"
+#include "cuda/separable_plan.cuh"
+
+#include <torch/csrc/stable/accelerator.h>
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/csrc/stable/tensor.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+namespace sepconv1d {
+namespace cuda {
+namespace {
+
+using namespace sep;
+
+// ---- small host helpers ---------------------------------------------------------------------------
+
+int max_smem_optin(int device) {
+  static int cached[64] = {0};
+  const int slot = (device >= 0 && device < 64) ? device : 0;
+  if (cached[slot] == 0) {
+    int v = 0;
+    check_cuda(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+               "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
+    cached[slot] = v;
+  }
+  return cached[slot];
+}
+
+// Opts a kernel into `bytes` of dynamic shared memory on the current device. Set on every launch
+// that needs more than the default 48 KB: a host-side attribute write (no stream work, allowed
+// during graph capture), and no cache keyed by a function-pointer type that all instantiations
+// share.
+template <typename Kernel>
+void ensure_smem(Kernel kernel, size_t bytes) {
+  if (bytes <= 48 * 1024) return;
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(bytes)),
+             "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+}
+
+int max_smem_per_sm(int device) {
+  static int cached[64] = {0};
+  const int slot = (device >= 0 && device < 64) ? device : 0;
+  if (cached[slot] == 0) {
+    int v = 0;
+    check_cuda(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device),
+               "cudaDeviceGetAttribute(MaxSharedMemoryPerMultiprocessor)");
+    cached[slot] = v;
+  }
+  return cached[slot];
+}
+
+// The device as the plans see it.
+DevCaps dev_caps(int device) {
+  return DevCaps{max_smem_optin(device), max_smem_per_sm(device), sm_count(device)};
+}
+
+View3 view_of(const Tensor& t) { return View3{t.const_data_ptr(), t.stride(0), t.stride(1), t.stride(2)}; }
+
+// ---- forward -----------------------------------------------------------------------------------
+
+// Source of the pointwise weights / biases of one fused GEMM launch. pw element (o, c) at
+// pw[o * so + c * sc]; dw_identity: the depthwise part is x itself (K = 1, weight 1).
+struct PwSource {
+  const Tensor* pw;
+  int64_t so, sc;
+  const std::optional<Tensor>* pw_bias;
+  const Tensor* dw;                      // nullptr with dw_identity
+  const std::optional<Tensor>* dw_bias;  // folded into the output bias
+  bool dw_identity;
+};
+
+// How launch_fwd may place the pointwise weights.
+enum class WMode { kAuto, kResidentOnly };
+
+template <typename Tx, typename Tw, typename Tm, int kGemm, int BM, int BN, int BK, int WN,
+          bool kXcl>
+bool launch_fwd(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src,
+                WMode wmode) {
+  using Tile = FwdTile<Tx, Tm, kGemm, BM, BN, BK, WN>;
+  using Tacc = typename Tile::Tacc;
+  const int device = x.get_device_index();
+  FwdPlan plan;
+  if (!plan_fwd<Tx, Tm, kGemm, BM, BN, BK, WN, kXcl>(g, view_of(x), y.data_ptr(), y.stride(0),
+                                                       y.stride(1), y.stride(2), dev_caps(device),
+                                                       wmode == WMode::kResidentOnly
+                                                           ? WPlace::kResidentOnly
+                                                           : WPlace::kAuto,
+                                                       plan)) {
+    return false;
+  }
+  Tensor ws = torch::stable::empty({plan.ws_bytes}, ScalarType::Byte, std::nullopt, x.device());
+  bind_fwd_workspace(
+      plan, static_cast<unsigned char*>(ws.data_ptr()), src.pw->const_data_ptr(), src.so, src.sc,
+      (src.pw_bias && src.pw_bias->has_value()) ? (*src.pw_bias)->const_data_ptr() : nullptr,
+      src.dw ? src.dw->const_data_ptr() : nullptr,
+      (src.dw_bias && src.dw_bias->has_value()) ? (*src.dw_bias)->const_data_ptr() : nullptr,
+      src.dw_identity);
+  cudaStream_t stream = current_stream(x);
+  sep_prep_kernel<Tw, Tm, Tacc, Tile::kTf32>
+      <<<static_cast<unsigned>(plan.prep_blocks), 256, 0, stream>>>(plan.pp);
+  check_launch("sep_prep_kernel");
+  auto kernel = sep_fwd_kernel<Tx, Tm, kGemm, BM, BN, BK, WN, kXcl>;
+  ensure_smem(kernel, static_cast<size_t>(plan.smem));
+  kernel<<<static_cast<unsigned>(plan.blocks), kThreads, static_cast<size_t>(plan.smem), stream>>>(
+      plan.p);
+  check_launch("sep_fwd_kernel");
+  return true;
+}
+
+// Picks the tile for Cout and the x layout (8 warps of 64 x WN; BN = 8 * 64 * WN / BM):
+//  - Cout <= 64: BM 64 x BN 256.
+//  - Cout <= 128: BM 128 with resident W and 64-wide warp tiles (BN 256) when W fits and there is
+//    enough work, else BM 128 x BN 128.
+//  - larger: resident BM 256 x BN 128 (WN 64); for short kernels (K <= 16, cheap depthwise
+//    recompute) resident BM 128 x BN 256; else streamed BM 256 x BN 64.
+template <typename Tx, typename Tw, typename Tm, int kGemm, int BK>
+bool launch_fwd_mma(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src,
+                    bool xcl) {
+  const int64_t cout = g.out_channels;
+  auto go = [&](auto bm_c, auto wn_c, WMode mode) {
+    constexpr int BM = decltype(bm_c)::value;
+    constexpr int WN = decltype(wn_c)::value;
+    constexpr int BN = 8 * 64 * WN / BM;
+    return xcl ? launch_fwd<Tx, Tw, Tm, kGemm, BM, BN, BK, WN, true>(x, y, g, src, mode)
+               : launch_fwd<Tx, Tw, Tm, kGemm, BM, BN, BK, WN, false>(x, y, g, src, mode);
+  };
+  using I64 = std::integral_constant<int, 64>;
+  using I128 = std::integral_constant<int, 128>;
+  using I256 = std::integral_constant<int, 256>;
+  using W32 = std::integral_constant<int, 32>;
+  using W64 = std::integral_constant<int, 64>;
+  if (cout <= 64) return go(I64{}, W32{}, WMode::kAuto);
+  if (cout <= 128) {
+    if (go(I128{}, W64{}, WMode::kResidentOnly)) return true;
+    return go(I128{}, W32{}, WMode::kAuto);
+  }
+  if (go(I256{}, W64{}, WMode::kResidentOnly)) return true;
+  if (g.kernel_size <= 16 && go(I128{}, W64{}, WMode::kResidentOnly)) return true;
+  return go(I256{}, W32{}, WMode::kAuto);
+}
+
+// Runs one fused launch (prep + main) for x in kernel layout; false when the x window of this
+// geometry does not fit in shared memory (the caller then materialises h first).
+bool run_fused(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src,
+               bool allow_tf32) {
+  const bool xcl = x.stride(2) != 1;  // as_kernel_layout: else stride(1) == 1
+  bool ok = false;
+  dispatch_dtypes(x.scalar_type(), src.pw->scalar_type(), "separable_conv1d",
+                  [&](auto xt, auto wt) {
+                    using Tx = native_t<typename decltype(xt)::type>;
+                    using Tw = native_t<typename decltype(wt)::type>;
+                    if constexpr (std::is_same_v<Tx, double>) {
+                      ok = xcl ? launch_fwd<Tx, Tw, double, kGemmSimt, 64, 64, 16, 32, true>(x, y, g, src, WMode::kAuto)
+                               : launch_fwd<Tx, Tw, double, kGemmSimt, 64, 64, 16, 32, false>(x, y, g, src, WMode::kAuto);
+                    } else if constexpr (std::is_same_v<Tx, float>) {
+                      if (allow_tf32) {
+                        ok = launch_fwd_mma<Tx, Tw, float, kGemmTf32, 16>(x, y, g, src, xcl);
+                      } else {
+                        ok = xcl ? launch_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 16, 32, true>(x, y, g, src, WMode::kAuto)
+                                 : launch_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 16, 32, false>(x, y, g, src, WMode::kAuto);
+                      }
+                    } else {
+                      ok = launch_fwd_mma<Tx, Tw, Tx, kGemmMma16, 32>(x, y, g, src, xcl);
+                    }
+                  });
+  return ok;
+}
+
+// Geometry of "pointwise only": the fused kernel with an identity depthwise (K = 1).
+ConvGeometry pointwise_geometry(int64_t batch, int64_t cin, int64_t cout, int64_t length) {
+  ConvGeometry g;
+  g.batch = batch;
+  g.channels = cin;
+  g.out_channels = cout;
+  g.length = length;
+  g.kernel_size = 1;
+  g.out_length = length;
+  g.stride = 1;
+  g.pad_left = 0;
+  g.pad_right = 0;
+  g.dilation = 1;
+  return g;
+}
+
+// y = pw(dw(x)) into y (allocated by the caller in x's layout).
+void separable_forward_into(const Tensor& xk, const Tensor& dw, const std::optional<Tensor>& dw_bias,
+                            const Tensor& pw, const std::optional<Tensor>& pw_bias,
+                            const ConvGeometry& g, bool allow_tf32, Tensor& y) {
+  PwSource src{&pw, pw.stride(0), pw.stride(1), &pw_bias, &dw, &dw_bias, false};
+  if (run_fused(xk, y, g, src, allow_tf32)) return;
+  // The dilated window does not fit on chip: h = dw(x) through device memory (x dtype, exactly
+  // what the fused path rounds h to), then the fused kernel as a pure pointwise GEMM.
+  Tensor h = new_activation(xk, g.channels, g.out_length, xk.scalar_type());
+  ConvGeometry gd = g;
+  gd.out_channels = g.channels;
+  depthwise_forward_into(xk, dw, std::nullopt, gd, h);
+  const ConvGeometry gp = pointwise_geometry(g.batch, g.channels, g.out_channels, g.out_length);
+  PwSource srcp{&pw, pw.stride(0), pw.stride(1), &pw_bias, nullptr, &dw_bias, true};
+  STD_TORCH_CHECK(run_fused(h, y, gp, srcp, allow_tf32),
+                  "sepconv1d: separable_conv1d pointwise launch does not fit in shared memory");
+}
+
+// Every size the kernels hold in 32-bit integers (positions inside a tile, channel indices, the
+// window arithmetic) stays far from overflow; element offsets into tensors are 64-bit.
+void check_sizes(const ConvGeometry& g) {
+  constexpr int64_t kMax = int64_t{1} << 30;
+  STD_TORCH_CHECK(g.length < kMax && g.out_length < kMax && g.channels < kMax &&
+                      g.out_channels < kMax && g.kernel_size < kMax && g.stride < kMax &&
+                      g.dilation < kMax && g.pad_left < kMax && g.pad_right < kMax,
+                  "sepconv1d: separable_conv1d sizes must be below 2^30 (length, channels, "
+                  "kernel size, stride, dilation, padding)");
+}
+
+std::optional<Tensor> contiguous_opt(const std::optional<Tensor>& t) {
+  if (!t.has_value()) return std::nullopt;
+  return torch::stable::contiguous(*t);
+}
+
+Tensor separable_conv1d_cuda(const Tensor& x, const Tensor& dw_weight,
+                             const std::optional<Tensor>& dw_bias, const Tensor& pw_weight,
+                             const std::optional<Tensor>& pw_bias, int64_t stride,
+                             int64_t pad_left, int64_t pad_right, int64_t dilation,
+                             bool allow_tf32) {
+  const ConvGeometry g =
+      check_separable(x, dw_weight, dw_bias, pw_weight, pw_bias, stride, pad_left, pad_right,
+                      dilation);
+  STD_TORCH_CHECK(x.is_cuda(), "sepconv1d: x must be a CUDA tensor");
+  torch::stable::accelerator::DeviceGuard guard(x.get_device_index());
+  const Tensor xk = as_kernel_layout(x);
+  Tensor y = new_activation(xk, g.out_channels, g.out_length, x.scalar_type());
+  if (y.numel() == 0) return y;
+  check_sizes(g);
+  const Tensor dw = torch::stable::contiguous(dw_weight);
+  const Tensor pw = torch::stable::contiguous(pw_weight);
+  const std::optional<Tensor> dwb = contiguous_opt(dw_bias);
+  const std::optional<Tensor> pwb = contiguous_opt(pw_bias);
+  separable_forward_into(xk, dw, dwb, pw, pwb, g, allow_tf32, y);
+  return y;
+}
+
+// ---- backward ----------------------------------------------------------------------------------
+
+template <typename Tx, typename Tw, typename Tm, int kGemm, int BM, int BN, int BJ, bool kXcl>
+bool launch_dpw(const Tensor& dy, const Tensor& xk, const Tensor& dw,
+                const std::optional<Tensor>& dwb, const ConvGeometry& g, Tensor& out) {
+  const int device = xk.get_device_index();
+  DpwPlan plan;
+  if (!plan_dpw<Tx, Tm, kGemm, BM, BN, BJ, kXcl>(g, view_of(dy), view_of(xk), dev_caps(device),
+                                                  plan)) {
+    return false;
+  }
+  Tensor ws = torch::stable::empty({plan.ws_bytes}, ScalarType::Byte, std::nullopt, xk.device());
+  unsigned char* wsp = static_cast<unsigned char*>(ws.data_ptr());
+  bind_dpw_workspace(plan, wsp);
+  cudaStream_t stream = current_stream(xk);
+  sep_dw_prep_kernel<Tw><<<static_cast<unsigned>(plan.prep_blocks), 256, 0, stream>>>(
+      static_cast<const Tw*>(dw.const_data_ptr()),
+      dwb.has_value() ? static_cast<const Tw*>(dwb->const_data_ptr()) : nullptr,
+      reinterpret_cast<float*>(wsp + plan.at_dwp), reinterpret_cast<float*>(wsp + plan.at_dwb),
+      static_cast<int>(g.channels), static_cast<int>(plan.cin_pad),
+      static_cast<int>(g.kernel_size), static_cast<int>(plan.kp));
+  check_launch("sep_dw_prep_kernel");
+  auto kernel = sep_dpw_kernel<Tx, Tm, kGemm, BM, BN, BJ, kXcl>;
+  ensure_smem(kernel, static_cast<size_t>(plan.smem));
+  kernel<<<static_cast<unsigned>(plan.blocks), kThreads, static_cast<size_t>(plan.smem), stream>>>(
+      plan.p);
+  check_launch("sep_dpw_kernel");
+  sep_dpw_reduce_kernel<Tw><<<static_cast<unsigned>(plan.reduce_blocks), 256, 0, stream>>>(
+      plan.p.part, static_cast<Tw*>(out.data_ptr()), g.out_channels * g.channels, plan.p.splits);
+  check_launch("sep_dpw_reduce_kernel");
+  return true;
+}
+
+template <typename Tx, typename Tw, typename Tm, int kGemm>
+bool launch_dpw_mma(const Tensor& dy, const Tensor& xk, const Tensor& dw,
+                    const std::optional<Tensor>& dwb, const ConvGeometry& g, Tensor& out) {
+  const bool xcl = xk.stride(2) != 1;
+  auto go = [&](auto bm_c) {
+    constexpr int BM = decltype(bm_c)::value;
+    constexpr int BN = 256 * 64 / BM;
+    return xcl ? launch_dpw<Tx, Tw, Tm, kGemm, BM, BN, 32, true>(dy, xk, dw, dwb, g, out)
+               : launch_dpw<Tx, Tw, Tm, kGemm, BM, BN, 32, false>(dy, xk, dw, dwb, g, out);
+  };
+  if (g.out_channels <= 64) return go(std::integral_constant<int, 64>{});
+  if (g.out_channels <= 128) return go(std::integral_constant<int, 128>{});
+  return go(std::integral_constant<int, 256>{});
+}
+
+// d pw_weight (Cout, Cin) in the weight dtype. Tensor-core dtypes: fused h recompute + split-K MMA.
+// float64, strict float32, or a window too large for shared memory: h through device memory and
+// a batched matmul (fp32 accumulate inside each batch, then a float sum over the batch).
+Tensor pointwise_weight_grad(const Tensor& dy, const Tensor& xk, const Tensor& dw,
+                             const std::optional<Tensor>& dwb, const ConvGeometry& g,
+                             bool allow_tf32, ScalarType wt) {
+  Tensor out = torch::stable::empty({g.out_channels, g.channels}, wt, std::nullopt, xk.device());
+  bool done = false;
+  dispatch_dtypes(xk.scalar_type(), wt, "separable_conv1d_backward", [&](auto xt, auto wtag) {
+    using Tx = native_t<typename decltype(xt)::type>;
+    using Tw = native_t<typename decltype(wtag)::type>;
+    if constexpr (std::is_same_v<Tx, float>) {
+      if (allow_tf32) done = launch_dpw_mma<Tx, Tw, float, kGemmTf32>(dy, xk, dw, dwb, g, out);
+    } else if constexpr (!std::is_same_v<Tx, double>) {
+      done = launch_dpw_mma<Tx, Tw, Tx, kGemmMma16>(dy, xk, dw, dwb, g, out);
+    }
+  });
+  if (done) return out;
+  ConvGeometry gd = g;
+  gd.out_channels = g.channels;
+  Tensor h = new_activation(xk, g.channels, g.out_length, xk.scalar_type());
+  depthwise_forward_into(xk, dw, dwb, gd, h);
+  Tensor prod = torch::stable::matmul(dy, torch::stable::transpose(h, 1, 2));  // (B, Cout, Cin)
+  const ScalarType acc = wt == ScalarType::Double ? ScalarType::Double : ScalarType::Float;
+  std::vector<int64_t> dims = {0};
+  Tensor s = torch::stable::sum(prod, dims, false, acc);
+  return acc == wt ? s : torch::stable::to(s, std::optional<ScalarType>(wt));
+}
+
+
+// Fills `out` (weight dtype) with zeros.
+Tensor zeros_like_param(const Tensor& like) {
+  Tensor t = new_param_grad(like, like.scalar_type());
+  torch::stable::zero_(t);
+  return t;
+}
+
+std::tuple<std::optional<Tensor>, std::optional<Tensor>, std::optional<Tensor>,
+           std::optional<Tensor>, std::optional<Tensor>>
+separable_conv1d_backward_cuda(const Tensor& grad_out, const Tensor& x, const Tensor& dw_weight,
+                               const std::optional<Tensor>& dw_bias, const Tensor& pw_weight,
+                               int64_t stride, int64_t pad_left, int64_t pad_right,
+                               int64_t dilation, bool allow_tf32, bool need_grad_x,
+                               bool need_grad_dw_weight, bool need_grad_dw_bias,
+                               bool need_grad_pw_weight, bool need_grad_pw_bias) {
+  const ConvGeometry g = check_separable(x, dw_weight, dw_bias, pw_weight, std::nullopt, stride,
+                                         pad_left, pad_right, dilation);
+  check_grad_out(grad_out, x, g);
+  STD_TORCH_CHECK(x.is_cuda(), "sepconv1d: x must be a CUDA tensor");
+  torch::stable::accelerator::DeviceGuard guard(x.get_device_index());
+  check_sizes(g);
+
+  const Tensor xk = as_kernel_layout(x);
+  const bool cl = is_channels_last(xk);
+  const Tensor dw = torch::stable::contiguous(dw_weight);
+  const Tensor pw = torch::stable::contiguous(pw_weight);
+  const std::optional<Tensor> dwb = contiguous_opt(dw_bias);
+  const ScalarType wt = pw_weight.scalar_type();
+
+  std::optional<Tensor> gx, gdw, gdb, gpw, gpb;
+  const bool empty_dy = grad_out.numel() == 0;
+
+  if (need_grad_pw_bias) {
+    if (empty_dy) {
+      gpb = torch::stable::new_zeros(pw, {g.out_channels}, wt);
+    } else {
+      // Deterministic reduction over (batch, length), accumulated in float (double for fp64).
+      const ScalarType acc = wt == ScalarType::Double ? ScalarType::Double : ScalarType::Float;
+      std::vector<int64_t> dims = {0, 2};
+      Tensor s = torch::stable::sum(grad_out, dims, false, acc);
+      gpb = (acc == wt) ? s : torch::stable::to(s, std::optional<ScalarType>(wt));
+    }
+  }
+
+  const Tensor dy = empty_dy ? grad_out : to_layout(grad_out, cl);
+
+  if (need_grad_pw_weight) {
+    if (empty_dy || g.channels == 0) {
+      gpw = zeros_like_param(pw);
+    } else {
+      gpw = pointwise_weight_grad(dy, xk, dw, dwb, g, allow_tf32, wt);
+    }
+  }
+
+  if (need_grad_x || need_grad_dw_weight || need_grad_dw_bias) {
+    ConvGeometry gd = g;
+    gd.out_channels = g.channels;
+    if (empty_dy || g.channels == 0) {
+      if (need_grad_x) {
+        Tensor t = new_activation(xk, g.channels, g.length, x.scalar_type());
+        torch::stable::zero_(t);
+        gx = t;
+      }
+      if (need_grad_dw_weight) gdw = zeros_like_param(dw);
+      if (need_grad_dw_bias) gdb = torch::stable::new_zeros(dw, {g.channels}, wt);
+    } else {
+      // dh = pw^T dy: the fused kernel with an identity depthwise over Cout "input" channels.
+      Tensor dh = new_activation(xk, g.channels, g.out_length, x.scalar_type());
+      const ConvGeometry gp = pointwise_geometry(g.batch, g.out_channels, g.channels, g.out_length);
+      const std::optional<Tensor> none;
+      PwSource src{&pw, /*so=*/1, /*sc=*/pw.stride(0), &none, nullptr, &none, true};
+      STD_TORCH_CHECK(run_fused(dy, dh, gp, src, allow_tf32),
+                      "sepconv1d: separable_conv1d_backward dh launch does not fit");
+      auto res = depthwise_backward(dh, xk, dw, gd, need_grad_x, need_grad_dw_weight,
+                                    need_grad_dw_bias);
+      gx = std::get<0>(res);
+      gdw = std::get<1>(res);
+      gdb = std::get<2>(res);
+    }
+  }
+  return {gx, gdw, gdb, gpw, gpb};
+}
+
+}  // namespace
+}  // namespace cuda
+}  // namespace sepconv1d
+
+STABLE_TORCH_LIBRARY_IMPL(sepconv1d, CUDA, m) {
+  m.impl("separable_conv1d", TORCH_BOX(&sepconv1d::cuda::separable_conv1d_cuda));
+  m.impl("separable_conv1d_backward", TORCH_BOX(&sepconv1d::cuda::separable_conv1d_backward_cuda));
+}

@@ -1,0 +1,480 @@
+// Host-emulation test of the separable CUDA kernels (forward, dh = pw^T dy through the forward
+// kernel, pointwise weight gradient) against a float64 reference: every tile configuration, both
+// layouts, resident and streamed weights, aligned and misaligned tensors, odd sizes, strides,
+// dilations, paddings, poisoned outputs and workspace. Not part of the build:
+//   g++ -std=c++20 -O1 -g -fsanitize=address,undefined -x c++ -DSEP_EMULATE -DSEP_EMU_MAIN \
+//     -I csrc -I <torch>/include -I <cuda>/include csrc/cuda/separable_emu_test.cuh -o sepemu \
+//     -pthread
+//   ./sepemu [n_random_cases] [seed] [first_case] [end_case]
+#pragma once
+
+#include "cuda/separable_emu.cuh"
+#include "cuda/separable_plan.cuh"
+
+#include <cinttypes>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace septest {
+
+using namespace sepconv1d::cuda::sep;
+using sepconv1d::ConvGeometry;
+using sepconv1d::conv_out_length;
+
+template <typename T>
+double to_d(T v) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return double(__half2float(v));
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return double(__bfloat162float(v));
+  } else {
+    return double(v);
+  }
+}
+template <typename T>
+T from_d(double v) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __float2half_rn(float(v));
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __float2bfloat16_rn(float(v));
+  } else {
+    return T(v);
+  }
+}
+template <typename T>
+const char* tname() {
+  if constexpr (std::is_same_v<T, __half>) return "f16";
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return "bf16";
+  if constexpr (std::is_same_v<T, float>) return "f32";
+  return "f64";
+}
+template <typename T>
+T poison() {
+  if constexpr (std::is_same_v<T, double>) return std::numeric_limits<double>::quiet_NaN();
+  return from_d<T>(std::numeric_limits<double>::quiet_NaN());
+}
+
+struct Case {
+  int64_t B, Cin, Cout, L, K, stride, dil, pl, pr;
+  bool cl;        // channel-last activations
+  int misalign;   // element offset of x / dy in their buffers, plus padded strides
+  bool dwb, pwb;  // biases present
+  uint64_t seed;
+  int64_t Lout() const { return conv_out_length(L, K, stride, pl, pr, dil); }
+  std::string str() const {
+    char b[256];
+    std::snprintf(b, sizeof b,
+                  "B%" PRId64 " Cin%" PRId64 " Cout%" PRId64 " L%" PRId64 " K%" PRId64 " s%" PRId64
+                  " d%" PRId64 " pad(%" PRId64 ",%" PRId64 ") %s mis%d dwb%d pwb%d",
+                  B, Cin, Cout, L, K, stride, dil, pl, pr, cl ? "CL" : "CF", misalign, int(dwb),
+                  int(pwb));
+    return b;
+  }
+};
+
+// A (B, C, L) host activation: channel-first (unit stride along L) or channel-last (along C), at
+// element offset `off` of its buffer, with the unit-stride dimension padded by `pad`.
+template <typename T>
+struct Act {
+  std::vector<T> buf;
+  int64_t B = 0, C = 0, L = 0, sb = 0, sc = 0, sl = 0, off = 0;
+  void init(int64_t b, int64_t c, int64_t l, bool cl, int64_t off_, int64_t pad) {
+    B = b, C = c, L = l, off = off_;
+    if (!cl) {
+      sl = 1, sc = L + pad, sb = C * sc;
+    } else {
+      sc = 1, sl = C + pad, sb = L * sl;
+    }
+    // Exactly up to the last element, so AddressSanitizer flags any read past the tensor.
+    const int64_t extent = (B > 0 && C > 0 && L > 0) ? (B - 1) * sb + (C - 1) * sc + (L - 1) * sl + 1 : 1;
+    buf.assign(size_t(off + extent), poison<T>());
+  }
+  T* ptr() { return buf.data() + off; }
+  T& at(int64_t b, int64_t c, int64_t l) { return buf[size_t(off + b * sb + c * sc + l * sl)]; }
+  View3 view() { return View3{ptr(), sb, sc, sl}; }
+};
+
+// 256-byte aligned, poisoned host buffer standing in for a device workspace.
+struct Buf {
+  unsigned char* p = nullptr;
+  explicit Buf(int64_t bytes) {
+    const size_t n = size_t((std::max<int64_t>(bytes, 1) + 255) / 256 * 256);
+    p = static_cast<unsigned char*>(std::aligned_alloc(256, n));
+    std::memset(p, 0xFF, n);
+  }
+  ~Buf() { std::free(p); }
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+};
+
+const DevCaps kCaps[] = {
+    {232448, 233472, 2},   // H100/H200 shared memory, 2 SMs (persistent blocks walk many items)
+    {232448, 233472, 64},  // more SMs than work: resident only when it pays off
+    {101376, 102400, 3},   // sm_120-sized shared memory
+};
+
+struct Stats {
+  int cases = 0, failures = 0;
+};
+Stats g_stats;
+
+template <typename Tx, typename Tw>
+struct Problem {
+  Case c;
+  Act<Tx> x;
+  std::vector<Tw> dw, dwb, pw, pwb;
+  std::vector<double> h;  // reference h (with dw bias), [B][Cin][Lout]
+  std::mt19937_64 rng;
+  explicit Problem(const Case& cs) : c(cs), rng(cs.seed) {
+    std::uniform_real_distribution<double> U(-1.0, 1.0);
+    x.init(c.B, c.Cin, c.L, c.cl, c.misalign, c.misalign ? 3 : 0);
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t ch = 0; ch < c.Cin; ++ch)
+        for (int64_t l = 0; l < c.L; ++l) x.at(b, ch, l) = from_d<Tx>(U(rng));
+    auto fill = [&](std::vector<Tw>& v, int64_t n, double scale) {
+      v.resize(size_t(n));
+      for (auto& e : v) e = from_d<Tw>(U(rng) * scale);
+    };
+    fill(dw, c.Cin * c.K, 1.0 / std::sqrt(double(c.K)));
+    fill(pw, c.Cout * c.Cin, 1.0 / std::sqrt(double(std::max<int64_t>(c.Cin, 1))));
+    if (c.dwb) fill(dwb, c.Cin, 0.5);
+    if (c.pwb) fill(pwb, c.Cout, 0.5);
+    const int64_t Lo = c.Lout();
+    h.assign(size_t(c.B * c.Cin * Lo), 0.0);
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t ch = 0; ch < c.Cin; ++ch)
+        for (int64_t j = 0; j < Lo; ++j) {
+          double s = c.dwb ? to_d(dwb[size_t(ch)]) : 0.0;
+          for (int64_t k = 0; k < c.K; ++k) {
+            const int64_t pos = j * c.stride - c.pl + k * c.dil;
+            if (pos >= 0 && pos < c.L) s += to_d(dw[size_t(ch * c.K + k)]) * to_d(x.at(b, ch, pos));
+          }
+          h[size_t((b * c.Cin + ch) * Lo + j)] = s;
+        }
+  }
+  ConvGeometry geom() const {
+    ConvGeometry g;
+    g.batch = c.B;
+    g.channels = c.Cin;
+    g.out_channels = c.Cout;
+    g.length = c.L;
+    g.kernel_size = c.K;
+    g.out_length = c.Lout();
+    g.stride = c.stride;
+    g.pad_left = c.pl;
+    g.pad_right = c.pr;
+    g.dilation = c.dil;
+    return g;
+  }
+};
+
+// Relative error budget (of sum |terms|) for the GEMM operand / output precision.
+template <typename Tx, int kGemm>
+double tol() {
+  if constexpr (std::is_same_v<Tx, double>) return 1e-12;
+  if constexpr (std::is_same_v<Tx, __nv_bfloat16>) return 0x1p-6;
+  if constexpr (std::is_same_v<Tx, __half>) return 0x1p-9;
+  if constexpr (kGemm == kGemmTf32) return 0x1p-9;
+  return 1e-5;
+}
+
+bool report(bool ok, const std::string& what, double worst, int64_t bad) {
+  ++g_stats.cases;
+  if (!ok) {
+    ++g_stats.failures;
+    std::printf("FAIL %s: %" PRId64 " bad elements, worst excess %.3g\n", what.c_str(), bad, worst);
+  }
+  return ok;
+}
+
+// Forward through one tile configuration; returns false when the plan does not apply.
+template <typename Tx, typename Tw, typename Tm, int kGemm, int BM, int BN, int BK, int WN, bool kXcl>
+void run_fwd(Problem<Tx, Tw>& P, const DevCaps& caps, WPlace place, const char* cfg) {
+  using Tacc = typename AccOf<Tx>::type;
+  const Case& c = P.c;
+  const ConvGeometry g = P.geom();
+  const int64_t Lo = c.Lout();
+  Act<Tx> y;
+  y.init(c.B, c.Cout, Lo, kXcl, 0, 0);
+  FwdPlan plan;
+  if (!plan_fwd<Tx, Tm, kGemm, BM, BN, BK, WN, kXcl>(g, P.x.view(), y.ptr(), y.sb, y.sc, y.sl, caps,
+                                                       place, plan)) {
+    return;
+  }
+  Buf ws(plan.ws_bytes);
+  bind_fwd_workspace(plan, ws.p, P.pw.data(), c.Cin, 1, c.pwb ? P.pwb.data() : nullptr,
+                     P.dw.data(), c.dwb ? P.dwb.data() : nullptr, false);
+  sepemu::launch(sep_prep_kernel<Tw, Tm, Tacc, FwdTile<Tx, Tm, kGemm, BM, BN, BK, WN>::kTf32>,
+                 plan.prep_blocks, 256, 0, plan.pp);
+  sepemu::launch(sep_fwd_kernel<Tx, Tm, kGemm, BM, BN, BK, WN, kXcl>, plan.blocks, kThreads,
+                 size_t(plan.smem), plan.p);
+  double worst = 0.0;
+  int64_t bad = 0;
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t o = 0; o < c.Cout; ++o)
+      for (int64_t j = 0; j < Lo; ++j) {
+        double ref = c.pwb ? to_d(P.pwb[size_t(o)]) : 0.0;
+        double mag = std::fabs(ref);
+        for (int64_t ch = 0; ch < c.Cin; ++ch) {
+          const double t = to_d(P.pw[size_t(o * c.Cin + ch)]) * P.h[size_t((b * c.Cin + ch) * Lo + j)];
+          ref += t;
+          mag += std::fabs(t);
+        }
+        const double got = to_d(y.at(b, o, j));
+        const double allowed = tol<Tx, kGemm>() * (mag + 1e-3);
+        const double err = std::fabs(got - ref);
+        if (!(err <= allowed)) {
+          ++bad;
+          worst = std::max(worst, std::isfinite(err) ? err / allowed : 1e300);
+        }
+      }
+  report(bad == 0,
+         std::string("fwd ") + tname<Tx>() + "/" + tname<Tw>() + " " + cfg + (kXcl ? " CL" : " CF") +
+             (plan.p.resident ? " resident" : " streamed") + " sms" + std::to_string(caps.sms) +
+             " | " + c.str(),
+         worst, bad);
+}
+
+// dh = pw^T dy through the forward kernel with an identity depthwise.
+template <typename Tx, typename Tw, typename Tm, int kGemm, int BM, int BN, int BK, int WN, bool kXcl>
+void run_dh(Problem<Tx, Tw>& P, const DevCaps& caps, const char* cfg) {
+  using Tacc = typename AccOf<Tx>::type;
+  const Case& c = P.c;
+  const int64_t Lo = c.Lout();
+  std::uniform_real_distribution<double> U(-1.0, 1.0);
+  Act<Tx> dy;
+  dy.init(c.B, c.Cout, Lo, kXcl, c.misalign, c.misalign ? 1 : 0);
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t o = 0; o < c.Cout; ++o)
+      for (int64_t j = 0; j < Lo; ++j) dy.at(b, o, j) = from_d<Tx>(U(P.rng));
+  Act<Tx> dh;
+  dh.init(c.B, c.Cin, Lo, kXcl, 0, 0);
+  ConvGeometry g;
+  g.batch = c.B;
+  g.channels = c.Cout;
+  g.out_channels = c.Cin;
+  g.length = Lo;
+  g.kernel_size = 1;
+  g.out_length = Lo;
+  FwdPlan plan;
+  if (!plan_fwd<Tx, Tm, kGemm, BM, BN, BK, WN, kXcl>(g, dy.view(), dh.ptr(), dh.sb, dh.sc, dh.sl,
+                                                       caps, WPlace::kAuto, plan)) {
+    return;
+  }
+  Buf ws(plan.ws_bytes);
+  bind_fwd_workspace(plan, ws.p, P.pw.data(), 1, c.Cin, nullptr, nullptr, nullptr, true);
+  sepemu::launch(sep_prep_kernel<Tw, Tm, Tacc, FwdTile<Tx, Tm, kGemm, BM, BN, BK, WN>::kTf32>,
+                 plan.prep_blocks, 256, 0, plan.pp);
+  sepemu::launch(sep_fwd_kernel<Tx, Tm, kGemm, BM, BN, BK, WN, kXcl>, plan.blocks, kThreads,
+                 size_t(plan.smem), plan.p);
+  double worst = 0.0;
+  int64_t bad = 0;
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t ch = 0; ch < c.Cin; ++ch)
+      for (int64_t j = 0; j < Lo; ++j) {
+        double ref = 0.0, mag = 0.0;
+        for (int64_t o = 0; o < c.Cout; ++o) {
+          const double t = to_d(P.pw[size_t(o * c.Cin + ch)]) * to_d(dy.at(b, o, j));
+          ref += t;
+          mag += std::fabs(t);
+        }
+        const double err = std::fabs(to_d(dh.at(b, ch, j)) - ref);
+        const double allowed = tol<Tx, kGemm>() * (mag + 1e-3);
+        if (!(err <= allowed)) {
+          ++bad;
+          worst = std::max(worst, std::isfinite(err) ? err / allowed : 1e300);
+        }
+      }
+  report(bad == 0,
+         std::string("dh  ") + tname<Tx>() + "/" + tname<Tw>() + " " + cfg + (kXcl ? " CL" : " CF") +
+             (plan.p.resident ? " resident" : " streamed") + " | " + c.str(),
+         worst, bad);
+}
+
+// d pw_weight through the split-K weight-gradient kernel and its reduction; run twice to check
+// that the result is bit-identical.
+template <typename Tx, typename Tw, typename Tm, int kGemm, int BM, int BN, bool kXcl>
+void run_dpw(Problem<Tx, Tw>& P, const DevCaps& caps, const char* cfg) {
+  const Case& c = P.c;
+  const int64_t Lo = c.Lout();
+  std::uniform_real_distribution<double> U(-1.0, 1.0);
+  Act<Tx> dy;
+  dy.init(c.B, c.Cout, Lo, kXcl, c.misalign, c.misalign ? 1 : 0);
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t o = 0; o < c.Cout; ++o)
+      for (int64_t j = 0; j < Lo; ++j) dy.at(b, o, j) = from_d<Tx>(U(P.rng));
+  const ConvGeometry g = P.geom();
+  DpwPlan plan;
+  if (!plan_dpw<Tx, Tm, kGemm, BM, BN, 32, kXcl>(g, dy.view(), P.x.view(), caps, plan)) return;
+  std::vector<Tw> out[2];
+  for (int rep = 0; rep < 2; ++rep) {
+    Buf ws(plan.ws_bytes);
+    bind_dpw_workspace(plan, ws.p);
+    sepemu::launch(sep_dw_prep_kernel<Tw>, plan.prep_blocks, 256, 0, (const Tw*)P.dw.data(),
+                   (const Tw*)(c.dwb ? P.dwb.data() : nullptr),
+                   reinterpret_cast<float*>(ws.p + plan.at_dwp),
+                   reinterpret_cast<float*>(ws.p + plan.at_dwb), int(c.Cin), int(plan.cin_pad),
+                   int(c.K), int(plan.kp));
+    sepemu::launch(sep_dpw_kernel<Tx, Tm, kGemm, BM, BN, 32, kXcl>, plan.blocks, kThreads,
+                   size_t(plan.smem), plan.p);
+    out[rep].assign(size_t(c.Cout * c.Cin), poison<Tw>());
+    sepemu::launch(sep_dpw_reduce_kernel<Tw>, plan.reduce_blocks, 256, 0,
+                   (const float*)plan.p.part, out[rep].data(), int64_t(c.Cout * c.Cin),
+                   int(plan.p.splits));
+  }
+  double worst = 0.0;
+  int64_t bad = 0;
+  for (int64_t o = 0; o < c.Cout; ++o)
+    for (int64_t ch = 0; ch < c.Cin; ++ch) {
+      double ref = 0.0, mag = 0.0;
+      for (int64_t b = 0; b < c.B; ++b)
+        for (int64_t j = 0; j < Lo; ++j) {
+          const double t = to_d(dy.at(b, o, j)) * P.h[size_t((b * c.Cin + ch) * Lo + j)];
+          ref += t;
+          mag += std::fabs(t);
+        }
+      const double got = to_d(out[0][size_t(o * c.Cin + ch)]);
+      const double err = std::fabs(got - ref);
+      const double allowed = tol<Tx, kGemm>() * (mag + 1e-3);
+      if (!(err <= allowed)) {
+        ++bad;
+        worst = std::max(worst, std::isfinite(err) ? err / allowed : 1e300);
+      }
+    }
+  const bool same = std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(Tw)) == 0;
+  report(bad == 0 && same,
+         std::string("dpw ") + tname<Tx>() + "/" + tname<Tw>() + " " + cfg + (kXcl ? " CL" : " CF") +
+             " splits" + std::to_string(plan.p.splits) + (same ? "" : " NOT-DETERMINISTIC") +
+             " | " + c.str(),
+         worst, bad);
+}
+
+// Every forward configuration the extension can pick for this dtype pair, both weight placements.
+template <typename Tx, typename Tw, bool kXcl>
+void fwd_all(Problem<Tx, Tw>& P, const DevCaps& caps) {
+  for (WPlace place : {WPlace::kAuto, WPlace::kStreamedOnly}) {
+    if constexpr (std::is_same_v<Tx, double>) {
+      run_fwd<Tx, Tw, double, kGemmSimt, 64, 64, 16, 32, kXcl>(P, caps, place, "simt64x64");
+    } else if constexpr (std::is_same_v<Tx, float>) {
+      run_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 16, 32, kXcl>(P, caps, place, "simt128x128");
+      run_fwd<Tx, Tw, float, kGemmTf32, 64, 256, 16, 32, kXcl>(P, caps, place, "tf32 64x256");
+      run_fwd<Tx, Tw, float, kGemmTf32, 128, 128, 16, 32, kXcl>(P, caps, place, "tf32 128x128");
+      run_fwd<Tx, Tw, float, kGemmTf32, 256, 64, 16, 32, kXcl>(P, caps, place, "tf32 256x64");
+      run_fwd<Tx, Tw, float, kGemmTf32, 128, 256, 16, 64, kXcl>(P, caps, place, "tf32 128x256w64");
+      run_fwd<Tx, Tw, float, kGemmTf32, 256, 128, 16, 64, kXcl>(P, caps, place, "tf32 256x128w64");
+    } else {
+      run_fwd<Tx, Tw, Tx, kGemmMma16, 64, 256, 32, 32, kXcl>(P, caps, place, "mma 64x256");
+      run_fwd<Tx, Tw, Tx, kGemmMma16, 128, 128, 32, 32, kXcl>(P, caps, place, "mma 128x128");
+      run_fwd<Tx, Tw, Tx, kGemmMma16, 256, 64, 32, 32, kXcl>(P, caps, place, "mma 256x64");
+      run_fwd<Tx, Tw, Tx, kGemmMma16, 128, 256, 32, 64, kXcl>(P, caps, place, "mma 128x256w64");
+      run_fwd<Tx, Tw, Tx, kGemmMma16, 256, 128, 32, 64, kXcl>(P, caps, place, "mma 256x128w64");
+    }
+  }
+}
+
+template <typename Tx, typename Tw, bool kXcl>
+void bwd_all(Problem<Tx, Tw>& P, const DevCaps& caps) {
+  if constexpr (std::is_same_v<Tx, float>) {
+    run_dh<Tx, Tw, float, kGemmTf32, 128, 256, 16, 64, kXcl>(P, caps, "tf32 128x256w64");
+    run_dh<Tx, Tw, float, kGemmSimt, 128, 128, 16, 32, kXcl>(P, caps, "simt128x128");
+    run_dpw<Tx, Tw, float, kGemmTf32, 64, 256, kXcl>(P, caps, "tf32 64x256");
+    run_dpw<Tx, Tw, float, kGemmTf32, 256, 64, kXcl>(P, caps, "tf32 256x64");
+  } else if constexpr (!std::is_same_v<Tx, double>) {
+    run_dh<Tx, Tw, Tx, kGemmMma16, 128, 256, 32, 64, kXcl>(P, caps, "mma 128x256w64");
+    run_dh<Tx, Tw, Tx, kGemmMma16, 256, 64, 32, 32, kXcl>(P, caps, "mma 256x64");
+    run_dpw<Tx, Tw, Tx, kGemmMma16, 64, 256, kXcl>(P, caps, "mma 64x256");
+    run_dpw<Tx, Tw, Tx, kGemmMma16, 128, 128, kXcl>(P, caps, "mma 128x128");
+    run_dpw<Tx, Tw, Tx, kGemmMma16, 256, 64, kXcl>(P, caps, "mma 256x64");
+  } else {
+    run_dh<Tx, Tw, double, kGemmSimt, 64, 64, 16, 32, kXcl>(P, caps, "simt64x64");
+  }
+}
+
+template <typename Tx, typename Tw>
+void run_case(const Case& c, int caps_index, bool backward) {
+  Problem<Tx, Tw> P(c);
+  const DevCaps& caps = kCaps[caps_index];
+  if (c.cl) {
+    fwd_all<Tx, Tw, true>(P, caps);
+    if (backward) bwd_all<Tx, Tw, true>(P, caps);
+  } else {
+    fwd_all<Tx, Tw, false>(P, caps);
+    if (backward) bwd_all<Tx, Tw, false>(P, caps);
+  }
+}
+
+// dtype pair by index: 0 bf16/bf16, 1 bf16/f32, 2 f16/f16, 3 f16/f32, 4 f32, 5 f64.
+inline void run_dtype(int dt, const Case& c, int caps_index, bool backward) {
+  switch (dt) {
+    case 0: return run_case<__nv_bfloat16, __nv_bfloat16>(c, caps_index, backward);
+    case 1: return run_case<__nv_bfloat16, float>(c, caps_index, backward);
+    case 2: return run_case<__half, __half>(c, caps_index, backward);
+    case 3: return run_case<__half, float>(c, caps_index, backward);
+    case 4: return run_case<float, float>(c, caps_index, backward);
+    default: return run_case<double, double>(c, caps_index, backward);
+  }
+}
+
+}  // namespace septest
+
+#ifdef SEP_EMU_MAIN
+int main(int argc, char** argv) {
+  using namespace septest;
+  const int n_random = argc > 1 ? std::atoi(argv[1]) : 6;
+  const uint64_t seed = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1;
+  const int first = argc > 3 ? std::atoi(argv[3]) : 0;  // run cases [first, last)
+  const int last = argc > 4 ? std::atoi(argv[4]) : INT_MAX;
+  // Fixed cases: the tile edges and every depthwise mode.
+  std::vector<std::pair<int, Case>> cases = {
+      {0, {2, 40, 70, 150, 9, 1, 1, 4, 4, false, 0, true, true, 11}},    // vec mode, ragged tiles
+      {1, {1, 64, 257, 130, 5, 1, 1, 2, 2, true, 0, true, false, 12}},   // CL, Cout not tile multiple
+      {2, {2, 3, 5, 77, 3, 1, 1, 1, 1, false, 1, false, true, 13}},      // tiny, misaligned
+      {3, {1, 33, 96, 140, 7, 1, 9, 27, 27, false, 0, true, true, 14}},  // dilation 9
+      {4, {2, 20, 48, 101, 33, 2, 1, 16, 16, false, 1, true, true, 15}}, // stride 2, misaligned
+      {0, {1, 100, 130, 90, 12, 3, 2, 0, 5, true, 1, true, true, 16}},   // stride 3 dil 2, CL mis
+      {5, {1, 17, 19, 45, 4, 1, 3, 5, 4, false, 0, true, true, 17}},     // f64
+      {4, {2, 48, 64, 97, 1, 1, 1, 0, 0, true, 0, false, false, 18}},    // K = 1
+  };
+  std::mt19937_64 rng(seed);
+  auto pick = [&](std::initializer_list<int64_t> v) {
+    return *(v.begin() + std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng));
+  };
+  for (int i = 0; i < n_random; ++i) {
+    Case c{};
+    c.B = pick({1, 2});
+    c.Cin = pick({1, 7, 32, 45, 64, 96});
+    c.Cout = pick({1, 9, 64, 100, 130, 260});
+    c.K = pick({1, 2, 3, 5, 8, 9, 11, 17});
+    c.stride = pick({1, 1, 1, 2, 3});
+    c.dil = pick({1, 1, 2, 5});
+    c.L = pick({16, 63, 128, 200, 301});
+    const int64_t span = c.dil * (c.K - 1);
+    c.pl = std::uniform_int_distribution<int64_t>(0, span + 2)(rng);
+    c.pr = std::uniform_int_distribution<int64_t>(0, span + 2)(rng);
+    if (c.L + c.pl + c.pr < span + 1) c.pr += span + 1 - (c.L + c.pl + c.pr);
+    c.cl = rng() & 1;
+    c.misalign = int(rng() % 3 == 0);
+    c.dwb = rng() & 1;
+    c.pwb = rng() & 1;
+    c.seed = rng();
+    cases.push_back({int(rng() % 6), c});
+  }
+  int idx = 0;
+  for (auto& [dt, c] : cases) {
+    if (idx < first || idx >= last) {
+      ++idx;
+      continue;
+    }
+    const int caps_index = idx % 3;
+    std::printf("case %d: dtype %d caps %d %s\n", idx, dt, caps_index, c.str().c_str());
+    std::fflush(stdout);
+    run_dtype(dt, c, caps_index, /*backward=*/true);
+    ++idx;
+  }
+  std::printf("%d checks, %d failures\n", g_stats.cases, g_stats.failures);
+  return g_stats.failures == 0 ? 0 : 1;
+}
+#endif

@@ -1,0 +1,473 @@
+// Fused depthwise-separable Conv1d forward: a block owns a tile of BM output channels and walks
+// a list of "items" (batch b, BN output positions); per item it loops over the input channels in
+// chunks of BK: it stages x (+ halo) and the depthwise weights with cp.async, computes the
+// depthwise chunk h (BK x BN) on chip in the accumulation type, stores it in the GEMM operand type
+// to shared memory and multiplies it with the pointwise weight chunk (BM x BK) on tensor cores
+// (bf16/fp16 m16n8k16 or TF32 m16n8k8) or with a register-blocked SIMT GEMM (fp32, fp64). The
+// finished tile (+ folded bias) is stored straight from the accumulators.
+//
+// Pointwise weights are either streamed per chunk (W ring of two stages; one item per block) or,
+// when BM x Cin fits, loaded once per block and kept resident while the block walks many items
+// (persistent: grid = Cout tiles x workers); that removes the dominant L2 traffic (W re-reads).
+//
+// The (item, chunk) pairs of a block form one flat stream f = 0, 1, ... with one __syncthreads
+// per step:  wait cp.async; sync; issue W(f+1) (streamed), X(f+2); depthwise X(f+1) -> h[(f+1)&1]
+// and GEMM W(f) x h[f&1] (in opposite orders in warps 0-3 and 4-7, which pair up on the four
+// schedulers, so FMA and tensor pipes overlap); store the tile if f ends its item.
+// Global loads run a full step ahead of their use.
+#pragma once
+
+#include "cuda/separable_common.cuh"
+
+namespace sepconv1d {
+namespace cuda {
+namespace sep {
+
+// Everything the forward kernel reads from the host plan. Offsets in bytes, sizes in elements.
+struct FwdParams {
+  DwParams dw;       // x, depthwise weights (dwb == nullptr: folded into bias)
+  void* y;
+  const void* wp;    // prepared pointwise weights (see FwdTile::kWTransposed)
+  const void* bias;  // folded bias, acc type, [cout_pad]
+  int64_t ysb, ysc, ysl;
+  int64_t Lout;
+  int cout, cin_pad, cout_pad;
+  int n_mt, n_lt;
+  int n_items;    // batch * n_lt
+  int n_workers;  // blocks per Cout tile; block (mt, w) takes items w, w + n_workers, ...
+  int resident;   // 1: the whole W tile (BM x cin_pad) lives in shared memory at sm_w[0]
+  int wpitch;     // row pitch (elements) of the W buffer: streamed WP, resident WPR
+  int y_pair;     // channel-first y, pairs (n, n+1) aligned: one 2-element store
+  int y_vec4;     // channel-first y, quads aligned: one 4-element store (SIMT)
+  int sm_w[2], sm_x[2], sm_dw[2], sm_h[2];
+};
+
+// Compile-time tile geometry shared by the kernel and the host plan.
+// MMA paths: 8 warps, each a 64 x WN tile (WN = 32: <= 128 registers, two blocks per SM;
+// WN = 64: half the shared-memory operand traffic per MMA, one block per SM). BN = 8 * 64 * WN / BM.
+template <typename Tx, typename Tm, int kGemm, int BM_, int BN_, int BK_, int WN_ = 32>
+struct FwdTile {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, WN = WN_;
+  static constexpr int kNT = WN / 8;  // n8 MMA tiles per warp
+  using Tacc = typename AccOf<Tx>::type;
+  static constexpr bool kSimt = kGemm == kGemmSimt;
+  static constexpr bool kTf32 = kGemm == kGemmTf32;
+  // MMA paths: W as [BM][pitch] (k contiguous); SIMT: W^T as [k][pitch] (m contiguous).
+  static constexpr bool kWTransposed = kSimt;
+  // Streamed chunk pitch; all pitches are odd multiples of 16 B (conflict-free ldmatrix rows).
+  static constexpr int WP = kSimt ? BM + 4 : (kGemm == kGemmMma16 ? BK + 8 : BK + 4);
+  static constexpr int W_ELEMS = kSimt ? BK * WP : BM * WP;
+  // Resident pitch for cin_pad input channels (cin_pad % BK == 0).
+  static constexpr int resident_pitch(int cin_pad) {
+    return kSimt ? BM + 4 : cin_pad + (kGemm == kGemmMma16 ? 8 : 4);
+  }
+  static constexpr int64_t resident_elems(int cin_pad) {
+    return kSimt ? static_cast<int64_t>(cin_pad) * (BM + 4)
+                 : static_cast<int64_t>(BM) * resident_pitch(cin_pad);
+  }
+  // h chunk as [BK][HP] (n contiguous).
+  static constexpr int HP = kSimt ? BN + 4 : BN + 8;
+  static constexpr int H_ELEMS = BK * HP;
+  static constexpr int kV = 16 / static_cast<int>(sizeof(Tx));  // x elements per 16 B
+  // Outputs per depthwise item: 16 (window and weights shared by twice the outputs) where the
+  // register budget allows it (16-bit x, WN = 64 tiles with up to 255 registers), else 8.
+  static constexpr int kItemT = (WN == 64 && sizeof(Tx) == 2) ? 16 : 8;
+  static_assert(kGemm != kGemmMma16 || (BK % 16 == 0 && BM % 64 == 0 && BN * BM == 8 * 64 * WN),
+                "mma16 tiles: 8 warps of 64 x WN");
+  static_assert(kGemm != kGemmTf32 || (BK % 8 == 0 && BM % 64 == 0 && BN * BM == 8 * 64 * WN),
+                "tf32 tiles: 8 warps of 64 x WN");
+  static_assert(WN == 32 || WN == 64, "");
+  static_assert(!kSimt || ((BM / 16) % 4 == 0 && (BN / 16) % 4 == 0), "simt thread tile in 4s");
+  static_assert(BN % kItemT == 0, "BN must be a multiple of the depthwise item width");
+  static_assert(kThreads % BK == 0, "");
+};
+
+// Two consecutive outputs (dst 2-element aligned).
+__device__ __forceinline__ void store_pair(float* dst, float a, float b) {
+  *reinterpret_cast<float2*>(dst) = make_float2(a, b);
+}
+__device__ __forceinline__ void store_pair(__half* dst, float a, float b) {
+  *reinterpret_cast<__half2*>(dst) = __floats2half2_rn(a, b);
+}
+__device__ __forceinline__ void store_pair(__nv_bfloat16* dst, float a, float b) {
+  *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(a, b);
+}
+
+// Two blocks per SM (<= 128 registers) except float64, whose double-width depthwise window and
+// accumulators need more registers (correctness path).
+template <typename Tx, typename Tm, int kGemm, int BM, int BN, int BK, int WN, bool kXcl>
+__global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 2)
+    sep_fwd_kernel(const FwdParams p) {
+  using Tile = FwdTile<Tx, Tm, kGemm, BM, BN, BK, WN>;
+  constexpr int kNT = Tile::kNT;
+  using Tacc = typename Tile::Tacc;
+  using Dw = DwStage<Tx, Tm, Tile::kTf32, BK, BN, Tile::HP, kXcl, Tile::kItemT>;
+  constexpr int HP = Tile::HP;
+  constexpr bool kSimt = Tile::kSimt;
+
+  SEP_DYNAMIC_SMEM(smem);
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5;
+
+  const int mt = static_cast<int>(blockIdx.x % p.n_mt);
+  const int worker = static_cast<int>(blockIdx.x / p.n_mt);
+  const int m0 = mt * BM;
+  const int n_chunks = p.cin_pad / BK;
+  const int wpitch = p.wpitch;
+
+  // Ring stage s (0, 1) of each buffer; selected, not indexed, so nothing lands in local memory.
+  // The offsets go through opaque() so the pointers are rebuilt at each use instead of being
+  // hoisted out of the stream loop into (64-bit) registers.
+  auto ws = [&](int s) { return reinterpret_cast<Tm*>(smem + opaque(s ? p.sm_w[1] : p.sm_w[0])); };
+  auto xs = [&](int s) { return reinterpret_cast<Tx*>(smem + opaque(s ? p.sm_x[1] : p.sm_x[0])); };
+  auto dws = [&](int s) {
+    return reinterpret_cast<Tacc*>(smem + opaque(s ? p.sm_dw[1] : p.sm_dw[0]));
+  };
+  auto hs = [&](int s) { return reinterpret_cast<Tm*>(smem + opaque(s ? p.sm_h[1] : p.sm_h[0])); };
+
+  // Position in the flat stream: chunk of item. Valid while item < n_items.
+  struct Cursor {
+    int chunk, item;
+  };
+  auto next = [&](Cursor c) {
+    if (++c.chunk == n_chunks) {
+      c.chunk = 0;
+      c.item += p.n_workers;
+    }
+    return c;
+  };
+  // item -> batch, first output position, input position of window element 0
+  auto item_b = [&](int item) { return static_cast<int64_t>(item / p.n_lt); };
+  auto item_j0 = [&](int item) { return static_cast<int64_t>(item % p.n_lt) * BN; };
+  auto item_p0 = [&](int item) { return item_j0(item) * p.dw.stride - p.dw.pad_left; };
+
+  // ---- loaders (cp.async; the caller commits) ----------------------------------------------------
+  // Streamed W chunk c0 .. c0 + BK (MMA: BM rows x BK; SIMT: BK rows x BM) into ws(stage).
+  auto load_w_chunk = [&](int chunk, int stage) {
+    const int t = opaque(threadIdx.x);
+    const int c0 = chunk * BK;
+    constexpr int kRows = kSimt ? BK : BM;
+    constexpr int kVecPerRow = (kSimt ? BM : BK) * static_cast<int>(sizeof(Tm)) / 16;
+    constexpr int kElPerVec = 16 / static_cast<int>(sizeof(Tm));
+    const Tm* src = static_cast<const Tm*>(p.wp) +
+                    (kSimt ? static_cast<int64_t>(c0) * p.cout_pad + m0
+                           : static_cast<int64_t>(m0) * p.cin_pad + c0);
+    const int64_t src_pitch = kSimt ? p.cout_pad : p.cin_pad;
+    Tm* dst = ws(stage);
+    for (int idx = t; idx < kRows * kVecPerRow; idx += kThreads) {
+      const int r = idx / kVecPerRow;
+      const int v = idx - r * kVecPerRow;
+      cp_async16(dst + r * Tile::WP + v * kElPerVec, src + r * src_pitch + v * kElPerVec, 16);
+    }
+  };
+  // Resident W: the whole tile (MMA: BM rows x cin_pad; SIMT: cin_pad rows x BM) into ws(0).
+  auto load_w_resident = [&]() {
+    const int t = opaque(threadIdx.x);
+    constexpr int kElPerVec = 16 / static_cast<int>(sizeof(Tm));
+    const int rows = kSimt ? p.cin_pad : BM;
+    const int vpr = (kSimt ? BM : p.cin_pad) / kElPerVec;
+    const Tm* src = static_cast<const Tm*>(p.wp) +
+                    (kSimt ? static_cast<int64_t>(m0) : static_cast<int64_t>(m0) * p.cin_pad);
+    const int64_t src_pitch = kSimt ? p.cout_pad : p.cin_pad;
+    Tm* dst = ws(0);
+    for (int idx = t; idx < rows * vpr; idx += kThreads) {
+      const int r = idx / vpr;
+      const int v = idx - r * vpr;
+      cp_async16(dst + r * wpitch + v * kElPerVec, src + r * src_pitch + v * kElPerVec, 16);
+    }
+  };
+  auto load_x = [&](Cursor c, int stage) {
+    const int64_t p0 = item_p0(c.item);
+    Dw::load(p.dw, item_b(c.item), c.chunk * BK, p0, Dw::offset(p.dw, p0), xs(stage),
+             dws(stage), tid);
+  };
+  auto depthwise = [&](Cursor c, int stage) {
+    const int64_t p0 = item_p0(c.item);
+    Dw::compute(p.dw, xs(stage), dws(stage), hs(stage), Dw::offset(p.dw, p0), c.chunk * BK, BN,
+                tid);
+  };
+
+  // ---- GEMM ----------------------------------------------------------------------------------------
+  constexpr int kWarpsM = kSimt ? 1 : BM / 64;
+  constexpr int TM = BM / 16, TN = BN / 16;  // SIMT thread tile
+  // Thread -> fragment coordinates. Recomputed inside gemm / store_tile from an opaque thread
+  // index, so none of them is kept live across the stream loop.
+  struct Frag {
+    int lane, wm, wn, g8, tq, tm, tn;
+  };
+  auto frag = [&]() {
+    const int t = opaque(threadIdx.x);
+    Frag q;
+    q.lane = t & 31;
+    const int w = t >> 5;
+    q.wm = w % kWarpsM;  // MMA: warp tile row (64 rows each)
+    q.wn = w / kWarpsM;  // MMA: warp tile column (WN columns each)
+    q.g8 = q.lane >> 2;  // MMA: fragment row group
+    q.tq = q.lane & 3;   // MMA: thread in quad
+    q.tm = (w >> 1) * 4 + (q.lane >> 3);  // SIMT: 4-row groups at tm * 4 (+ 64)
+    q.tn = (w & 1) * 8 + (q.lane & 7);    // SIMT: 4-column groups at tn * 4 (+ 64)
+    return q;
+  };
+
+  constexpr int kAccRegs = kSimt ? TM * TN : 16 * kNT;
+  Tacc acc[kAccRegs];
+#pragma unroll
+  for (int i = 0; i < kAccRegs; ++i) acc[i] = Tacc(0);
+
+  // W chunk of the step: MMA rows m at wsb[m * wpitch + k]; SIMT rows k at wsb[k * wpitch + m].
+  auto w_chunk = [&](Cursor c, int stage) -> const Tm* {
+    if (!p.resident) return ws(stage);
+    return ws(0) + (kSimt ? c.chunk * BK * wpitch : c.chunk * BK);
+  };
+
+  auto gemm = [&](const Tm* wsb, const Tm* hsb) {
+    const Frag q = frag();
+    const int lane = q.lane, wm = q.wm, wn = q.wn, g8 = q.g8, tq = q.tq, tm = q.tm, tn = q.tn;
+    if constexpr (kGemm == kGemmMma16) {
+#pragma unroll
+      for (int kk = 0; kk < BK; kk += 16) {
+        uint32_t bf[kNT][2];
+#pragma unroll
+        for (int jp = 0; jp < kNT / 2; ++jp) {
+          uint32_t r[4];
+          ldmatrix_x4_trans(r, hsb + (kk + (lane & 15)) * HP + wn * WN + jp * 16 + (lane >> 4) * 8);
+          bf[2 * jp][0] = r[0];
+          bf[2 * jp][1] = r[1];
+          bf[2 * jp + 1][0] = r[2];
+          bf[2 * jp + 1][1] = r[3];
+        }
+        const Tm* arow = wsb + (wm * 64 + (lane & 15)) * wpitch + kk + (lane >> 4) * 8;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          uint32_t a[4];
+          ldmatrix_x4(a, arow + i * 16 * wpitch);
+#pragma unroll
+          for (int jn = 0; jn < kNT; ++jn) {
+            float(&d)[4] = *reinterpret_cast<float(*)[4]>(&acc[(i * kNT + jn) * 4]);
+            mma_16816<Tm>(d, a, bf[jn]);
+          }
+        }
+      }
+    } else if constexpr (kGemm == kGemmTf32) {
+      const uint32_t* wsu = reinterpret_cast<const uint32_t*>(wsb);
+      const uint32_t* hsu = reinterpret_cast<const uint32_t*>(hsb);
+#pragma unroll
+      for (int kk = 0; kk < BK; kk += 8) {
+        uint32_t bf[kNT][2];
+#pragma unroll
+        for (int jn = 0; jn < kNT; ++jn) {
+          const int col = wn * WN + jn * 8 + g8;
+          bf[jn][0] = hsu[(kk + tq) * HP + col];
+          bf[jn][1] = hsu[(kk + tq + 4) * HP + col];
+        }
+        // A fragments one m16 tile at a time (fewer live registers than loading all four).
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const uint32_t* ar = wsu + (wm * 64 + i * 16 + g8) * wpitch + kk + tq;
+          uint32_t a[4];
+          a[0] = ar[0];
+          a[1] = ar[8 * wpitch];
+          a[2] = ar[4];
+          a[3] = ar[8 * wpitch + 4];
+#pragma unroll
+          for (int jn = 0; jn < kNT; ++jn) {
+            float(&d)[4] = *reinterpret_cast<float(*)[4]>(&acc[(i * kNT + jn) * 4]);
+            mma_1688_tf32(d, a, bf[jn]);
+          }
+        }
+      }
+    } else {
+#pragma unroll 4
+      for (int k = 0; k < BK; ++k) {
+        Tacc av[TM], bv[TN];
+#pragma unroll
+        for (int gi = 0; gi < TM / 4; ++gi) load4(wsb + k * wpitch + gi * 64 + tm * 4, &av[gi * 4]);
+#pragma unroll
+        for (int gj = 0; gj < TN / 4; ++gj) load4(hsb + k * HP + gj * 64 + tn * 4, &bv[gj * 4]);
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+#pragma unroll
+          for (int j = 0; j < TN; ++j) acc[i * TN + j] = fma(av[i], bv[j], acc[i * TN + j]);
+        }
+      }
+    }
+  };
+
+  // ---- epilogue: acc + bias -> y straight from registers, then acc = 0 -----------------------------
+  auto store_tile = [&](int item) {
+    const Frag q = frag();
+    const int wm = q.wm, wn = q.wn, g8 = q.g8, tq = q.tq, tm = q.tm, tn = q.tn;
+    const int64_t b = item_b(item);
+    const int64_t j0 = item_j0(item);
+    const int mvalid = min(BM, p.cout - m0);
+    const int nvalid = static_cast<int>(min64(BN, p.Lout - j0));
+    Tx* yb = static_cast<Tx*>(p.y) + b * p.ysb;
+    const Tacc* bias = static_cast<const Tacc*>(p.bias) + m0;
+    auto put = [&](int m, int n, Tacc v) {  // one element, bounds checked
+      if (m < mvalid && n < nvalid) {
+        yb[static_cast<int64_t>(m0 + m) * p.ysc + (j0 + n) * p.ysl] = static_cast<Tx>(v + bias[m]);
+      }
+    };
+    if constexpr (kSimt) {
+#pragma unroll
+      for (int i = 0; i < TM; ++i) {
+        const int m = (i / 4) * 64 + tm * 4 + (i % 4);
+#pragma unroll
+        for (int gj = 0; gj < TN / 4; ++gj) {
+          const int n = gj * 64 + tn * 4;
+          const Tacc* v = &acc[i * TN + gj * 4];
+          if (p.y_vec4 && m < mvalid && n + 3 < nvalid) {
+            Tx* dst = yb + static_cast<int64_t>(m0 + m) * p.ysc + (j0 + n);
+            const Tacc bm = bias[m];
+            if constexpr (sizeof(Tx) == 4) {
+              *reinterpret_cast<float4*>(dst) =
+                  make_float4(v[0] + bm, v[1] + bm, v[2] + bm, v[3] + bm);
+            } else {
+              reinterpret_cast<double2*>(dst)[0] = make_double2(v[0] + bm, v[1] + bm);
+              reinterpret_cast<double2*>(dst)[1] = make_double2(v[2] + bm, v[3] + bm);
+            }
+          } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) put(m, n + e, v[e]);
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int m = wm * 64 + i * 16 + g8 + h * 8;
+#pragma unroll
+          for (int jn = 0; jn < kNT; ++jn) {
+            const int n = wn * WN + jn * 8 + 2 * tq;
+            const float v0 = acc[(i * kNT + jn) * 4 + 2 * h];
+            const float v1 = acc[(i * kNT + jn) * 4 + 2 * h + 1];
+            if (p.y_pair && m < mvalid && n + 1 < nvalid) {
+              Tx* dst = yb + static_cast<int64_t>(m0 + m) * p.ysc + (j0 + n);
+              const float bm = bias[m];
+              store_pair(dst, v0 + bm, v1 + bm);
+            } else {
+              put(m, n, v0);
+              put(m, n + 1, v1);
+            }
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kAccRegs; ++i) acc[i] = Tacc(0);
+  };
+
+  // ---- the flat stream -------------------------------------------------------------------------------
+  Cursor cur{0, worker};  // step f
+  if (cur.item >= p.n_items) return;
+  if (n_chunks == 0) {    // no input channels: y = bias
+    for (; cur.item < p.n_items; cur.item += p.n_workers) store_tile(cur.item);
+    return;
+  }
+  if (p.resident) load_w_resident();
+  else load_w_chunk(0, 0);
+  load_x(cur, 0);
+  {
+    const Cursor c1 = next(cur);
+    if (c1.item < p.n_items) load_x(c1, 1);
+  }
+  cp_async_commit();
+  cp_async_wait_all();
+  __syncthreads();
+  depthwise(cur, 0);
+
+  for (int f = 0; cur.item < p.n_items; ++f) {
+    const Cursor c1 = next(cur);  // step f + 1
+    const Cursor c2 = next(c1);   // step f + 2
+    cp_async_wait_all();
+    __syncthreads();
+    // W(f+1) -> ws[(f+1)&1] (last read by GEMM(f-1)); X(f+2) -> xs[f&1] (last read by
+    // depthwise(f)); both finished before the barrier above.
+    if (!p.resident && c1.item < p.n_items) load_w_chunk(c1.chunk, (f + 1) & 1);
+    if (c2.item < p.n_items) load_x(c2, f & 1);
+    cp_async_commit();
+    // Warps w and w + 4 share a scheduler (SM sub-partition): they run the two independent
+    // phases in opposite orders so one feeds the tensor pipe while the other does the FMAs.
+    if (warp < 4) {
+      gemm(w_chunk(cur, f & 1), hs(f & 1));
+      if (c1.item < p.n_items) depthwise(c1, (f + 1) & 1);
+    } else {
+      if (c1.item < p.n_items) depthwise(c1, (f + 1) & 1);
+      gemm(w_chunk(cur, f & 1), hs(f & 1));
+    }
+    if (cur.chunk == n_chunks - 1) store_tile(cur.item);
+    cur = c1;
+  }
+}
+
+// ---- weight preparation ---------------------------------------------------------------------------
+// wp:   MMA paths [cout_pad][cin_pad] (Tm, tf32-rounded when kTf32), SIMT [cin_pad][cout_pad];
+// dwp:  [cin_pad][kp] acc type (identity: weight 1 at tap 0);
+// bias: [cout_pad] acc type, pw_bias[o] + sum_c pw[o, c] * dw_bias[c] (fixed order).
+// pw element (o, c) is pw[o * pw_so + c * pw_sc].
+struct PrepParams {
+  const void* pw;
+  int64_t pw_so, pw_sc;
+  const void* pwb;
+  const void* dw;
+  const void* dwb;
+  void* wp;
+  void* dwp;
+  void* bias;
+  int cout, cin, cout_pad, cin_pad, K, kp;
+  int transpose_w;
+  int identity_dw;
+};
+
+template <typename Tw, typename Tm, typename Tacc, bool kTf32>
+__global__ void sep_prep_kernel(const PrepParams p) {
+  const int64_t n_w = static_cast<int64_t>(p.cout_pad) * p.cin_pad;
+  const int64_t n_dw = static_cast<int64_t>(p.cin_pad) * p.kp;
+  const int64_t total = n_w + n_dw + p.cout_pad;
+  const Tw* pw = static_cast<const Tw*>(p.pw);
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if (idx < n_w) {
+      int o, c;
+      if (p.transpose_w) {
+        c = static_cast<int>(idx / p.cout_pad);
+        o = static_cast<int>(idx - static_cast<int64_t>(c) * p.cout_pad);
+      } else {
+        o = static_cast<int>(idx / p.cin_pad);
+        c = static_cast<int>(idx - static_cast<int64_t>(o) * p.cin_pad);
+      }
+      Tacc v = Tacc(0);
+      if (o < p.cout && c < p.cin) v = widen<Tacc>(pw[o * p.pw_so + c * p.pw_sc]);
+      static_cast<Tm*>(p.wp)[idx] = narrow_to<Tm, kTf32>(v);
+    } else if (idx < n_w + n_dw) {
+      const int64_t i = idx - n_w;
+      const int c = static_cast<int>(i / p.kp);
+      const int k = static_cast<int>(i - static_cast<int64_t>(c) * p.kp);
+      Tacc v = Tacc(0);
+      if (c < p.cin && k < p.K) {
+        v = p.identity_dw ? Tacc(k == 0 ? 1 : 0)
+                          : widen<Tacc>(static_cast<const Tw*>(p.dw)[static_cast<int64_t>(c) * p.K + k]);
+      }
+      static_cast<Tacc*>(p.dwp)[i] = v;
+    } else {
+      const int o = static_cast<int>(idx - n_w - n_dw);
+      Tacc v = Tacc(0);
+      if (o < p.cout) {
+        if (p.pwb != nullptr) v = widen<Tacc>(static_cast<const Tw*>(p.pwb)[o]);
+        if (p.dwb != nullptr) {
+          const Tw* dwb = static_cast<const Tw*>(p.dwb);
+          for (int c = 0; c < p.cin; ++c) {
+            v = fma(widen<Tacc>(pw[o * p.pw_so + c * p.pw_sc]), widen<Tacc>(dwb[c]), v);
+          }
+        }
+      }
+      static_cast<Tacc*>(p.bias)[o] = v;
+    }
+  }
+}
+
+}  // namespace sep
+}  // namespace cuda
+}  // namespace sepconv1d

@@ -1,0 +1,343 @@
+// Host-side planning of the separable kernels: tile choice inputs, shared-memory layout, grid and
+// workspace carve. Free of torch::stable so that the host emulation test
+// (separable_emu_test.cuh) runs exactly the plans the extension launches.
+#pragma once
+
+#include "common/conv_params.h"
+#include "cuda/separable_dpw.cuh"
+#include "cuda/separable_fwd.cuh"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+namespace sepconv1d {
+namespace cuda {
+namespace sep {
+
+// What the plans need to know about the device.
+struct DevCaps {
+  int64_t smem_optin;   // max dynamic shared memory per block
+  int64_t smem_per_sm;  // shared memory per SM
+  int64_t sms;          // SM count
+};
+
+// A (B, C, L) activation in device memory: data pointer and element strides.
+struct View3 {
+  const void* ptr;
+  int64_t sb, sc, sl;
+};
+
+inline bool aligned_to(const void* p, int64_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes) == 0;
+}
+inline int64_t align_bytes(int64_t v) { return round_up(v, 128); }
+
+// Byte offsets of the carves of one workspace buffer.
+struct Carve {
+  int64_t total = 0;
+  int64_t take(int64_t bytes) {
+    const int64_t at = total;
+    total += round_up(bytes, 256);
+    return at;
+  }
+};
+
+// Where the depthwise part of a kernel reads x and how much shared memory its staging needs, for
+// chunks of CH channels x NPOS outputs. False when the window does not fit 32-bit indexing.
+template <typename Tx, int CH, int NPOS, bool kXcl, int TT = kT>
+bool plan_dw(const ConvGeometry& g, const View3& x, DwParams& d, int64_t& xs_bytes,
+             int64_t& dws_bytes) {
+  using Tacc = typename AccOf<Tx>::type;
+  constexpr int kV = 16 / static_cast<int>(sizeof(Tx));
+  const int64_t s = g.stride, dl = g.dilation, K = g.kernel_size;
+  const int64_t kp = round_up(K, kU);
+  int mode;
+  int64_t je;  // outputs covered by the items (>= NPOS)
+  if (s == 1) {
+    mode = (!kXcl && dl == 1) ? kModeVec : kModeWin;
+    je = ceil_div(NPOS, TT * dl) * TT * dl;
+  } else {
+    mode = kModeGen;
+    je = NPOS;
+  }
+  d.x = x.ptr;
+  d.xsb = x.sb;
+  d.xsc = x.sc;
+  d.xsl = x.sl;
+  d.L = g.length;
+  d.cin = static_cast<int>(g.channels);
+  d.K = static_cast<int>(K);
+  d.kp = static_cast<int>(kp);
+  d.stride = static_cast<int>(s);
+  d.dil = static_cast<int>(dl);
+  d.pad_left = static_cast<int>(g.pad_left);
+  d.mode = mode;
+  d.ng = static_cast<int>(je / TT);
+  d.dwpitch = static_cast<int>(kp + (sizeof(Tacc) == 4 ? 4 : 2));
+  const int64_t es = sizeof(Tx);
+  constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+  int64_t need;  // channel-first: elements per row; channel-last: positions
+  if (!kXcl) {
+    d.vec_load = aligned_to(d.x, 16) && (g.batch == 1 || d.xsb % kV == 0) && d.xsc % kV == 0 &&
+                 d.xsl == 1;
+    if (mode == kModeVec) {
+      need = NPOS + kp + 8;  // dw_item_vec reads at most row[NPOS - 8 + kp - 8 + 23]
+    } else if (mode == kModeWin) {
+      need = kV + je - 1 + (K - 1) * dl;  // off < kV, window (je - 1) + (K - 1) * dl
+    } else {
+      need = kV + (NPOS - 1) * s + (K - 1) * dl;
+    }
+    if (need > kIntMax / (2 * CH)) return false;
+    int64_t bytes = round_up(need * es, 16);
+    if ((bytes / 16) % 2 == 0) bytes += 16;  // odd multiple of 16 B: conflict-free 16-byte rows
+    d.xpitch = static_cast<int>(bytes / es);
+    d.npos = 0;
+    xs_bytes = static_cast<int64_t>(CH) * bytes;
+  } else {
+    d.vec_load = aligned_to(d.x, 16) && (g.batch == 1 || d.xsb % kV == 0) && d.xsl % kV == 0 &&
+                 d.xsc == 1;
+    need = (mode == kModeWin) ? je + (K - 1) * dl : (NPOS - 1) * s + (K - 1) * dl + 1;
+    if (need > kIntMax / (2 * (CH + kV))) return false;
+    d.npos = static_cast<int>(need);
+    d.xpitch = CH + kV;
+    xs_bytes = need * (CH + kV) * es;
+  }
+  dws_bytes = static_cast<int64_t>(CH) * d.dwpitch * static_cast<int64_t>(sizeof(Tacc));
+  return true;
+}
+
+// ---- forward -----------------------------------------------------------------------------------
+
+// A forward launch: kernel parameters (workspace pointers filled by bind_fwd_workspace), prep
+// parameters, shared memory, grid and workspace layout.
+struct FwdPlan {
+  FwdParams p{};
+  PrepParams pp{};
+  int64_t smem = 0;
+  int64_t blocks = 0;
+  int64_t prep_blocks = 0;
+  int64_t ws_bytes = 0, at_wp = 0, at_dwp = 0, at_bias = 0;
+};
+
+// How the pointwise weights may be placed: resident when it fits and pays off, else streamed
+// (kAuto); resident or fail (kResidentOnly); always streamed (kStreamedOnly, tests).
+enum class WPlace { kAuto, kResidentOnly, kStreamedOnly };
+
+template <typename Tx, typename Tm, int kGemm, int BM, int BN, int BK, int WN, bool kXcl>
+bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64_t ysc,
+              int64_t ysl, const DevCaps& caps, WPlace place_w, FwdPlan& out) {
+  using Tile = FwdTile<Tx, Tm, kGemm, BM, BN, BK, WN>;
+  using Tacc = typename Tile::Tacc;
+  FwdParams& p = out.p;
+  p = FwdParams{};
+  int64_t xs_bytes = 0, dws_bytes = 0;
+  if (!plan_dw<Tx, BK, BN, kXcl, Tile::kItemT>(g, x, p.dw, xs_bytes, dws_bytes)) return false;
+  const int64_t cin = g.channels, cout = g.out_channels;
+  const int64_t cin_pad = round_up(cin, BK), cout_pad = round_up(cout, BM);
+  const int64_t kp = p.dw.kp;
+  const int64_t n_mt = cout_pad / BM;
+  const int64_t n_lt = ceil_div(g.out_length, BN);
+  const int64_t n_items = g.batch * n_lt;
+  if (n_items > (int64_t{1} << 30)) return false;
+
+  // Shared memory: [W][xs x2][dws x2][hs x2]; W is two streamed chunks or the resident tile.
+  const int64_t limit = caps.smem_optin;
+  const int64_t h_bytes = static_cast<int64_t>(Tile::H_ELEMS) * sizeof(Tm);
+  const int64_t rest = 2 * align_bytes(xs_bytes) + 2 * align_bytes(dws_bytes) + 2 * align_bytes(h_bytes);
+  const int64_t w_chunk = align_bytes(static_cast<int64_t>(Tile::W_ELEMS) * sizeof(Tm));
+  const int64_t w_res =
+      cin_pad <= (int64_t{1} << 20)
+          ? align_bytes(Tile::resident_elems(static_cast<int>(cin_pad)) * static_cast<int64_t>(sizeof(Tm)))
+          : std::numeric_limits<int64_t>::max() / 4;
+  const int64_t max_bps = (sizeof(Tx) == 8 || WN == 64) ? 1 : 2;  // = __launch_bounds__
+  auto blocks_per_sm = [&](int64_t bytes) {
+    return std::max<int64_t>(1, std::min<int64_t>(max_bps, caps.smem_per_sm / (bytes + 1024)));
+  };
+  // Resident: one W load per block, amortised over >= 2 items per block. In kAuto mode only if
+  // it costs no occupancy (WN = 32 and SIMT tiles run two blocks per SM when streamed).
+  bool resident = false;
+  int64_t n_workers = n_items;
+  const bool res_ok =
+      place_w == WPlace::kResidentOnly ||
+      (place_w == WPlace::kAuto && (2 * w_chunk + rest > limit ||
+                                    blocks_per_sm(w_res + rest) >= blocks_per_sm(2 * w_chunk + rest)));
+  if (res_ok && w_res + rest <= limit) {
+    const int64_t slots = caps.sms * blocks_per_sm(w_res + rest);
+    const int64_t workers = std::max<int64_t>(1, slots / n_mt);
+    if (n_items >= 2 * workers) {
+      resident = true;
+      n_workers = workers;
+    }
+  }
+  if (!resident && (place_w == WPlace::kResidentOnly || 2 * w_chunk + rest > limit)) return false;
+  int64_t off = 0;
+  auto place = [&](int64_t bytes) {
+    const int64_t at = off;
+    off += align_bytes(bytes);
+    return static_cast<int>(at);
+  };
+  p.sm_w[0] = place(resident ? w_res : w_chunk);
+  p.sm_w[1] = resident ? p.sm_w[0] : place(w_chunk);
+  for (int s = 0; s < 2; ++s) p.sm_x[s] = place(xs_bytes);
+  for (int s = 0; s < 2; ++s) p.sm_dw[s] = place(dws_bytes);
+  for (int s = 0; s < 2; ++s) p.sm_h[s] = place(h_bytes);
+  if (off > limit) return false;
+  out.smem = off;
+
+  // Workspace: prepared pw weights, depthwise weights (>= 1 row: also the dummy source of
+  // zero-byte copies), folded bias.
+  Carve cv;
+  out.at_wp = cv.take(cout_pad * cin_pad * static_cast<int64_t>(sizeof(Tm)));
+  out.at_dwp = cv.take(std::max<int64_t>(cin_pad, 1) * kp * static_cast<int64_t>(sizeof(Tacc)));
+  out.at_bias = cv.take(cout_pad * static_cast<int64_t>(sizeof(Tacc)));
+  out.ws_bytes = cv.total;
+
+  PrepParams& pp = out.pp;
+  pp = PrepParams{};
+  pp.cout = static_cast<int>(cout);
+  pp.cin = static_cast<int>(cin);
+  pp.cout_pad = static_cast<int>(cout_pad);
+  pp.cin_pad = static_cast<int>(cin_pad);
+  pp.K = static_cast<int>(g.kernel_size);
+  pp.kp = static_cast<int>(kp);
+  pp.transpose_w = Tile::kWTransposed ? 1 : 0;
+  out.prep_blocks = std::min<int64_t>(ceil_div(cout_pad * cin_pad + cin_pad * kp + cout_pad, 256), 4096);
+
+  p.dw.dwb = nullptr;  // folded into the bias
+  p.y = y;
+  p.ysb = ysb;
+  p.ysc = ysc;
+  p.ysl = ysl;
+  p.Lout = g.out_length;
+  p.cout = static_cast<int>(cout);
+  p.cin_pad = static_cast<int>(cin_pad);
+  p.cout_pad = static_cast<int>(cout_pad);
+  p.n_mt = static_cast<int>(n_mt);
+  p.n_lt = static_cast<int>(n_lt);
+  p.n_items = static_cast<int>(n_items);
+  p.n_workers = static_cast<int>(n_workers);
+  p.resident = resident ? 1 : 0;
+  p.wpitch = resident ? Tile::resident_pitch(static_cast<int>(cin_pad)) : Tile::WP;
+  const int64_t es = sizeof(Tx);
+  auto y_aligned = [&](int64_t n) {  // channel-first rows, n-element groups aligned
+    return ysl == 1 && aligned_to(y, n * es) && (g.batch == 1 || ysb % n == 0) &&
+           (cout == 1 || ysc % n == 0);
+  };
+  p.y_pair = y_aligned(2) ? 1 : 0;
+  p.y_vec4 = y_aligned(4) ? 1 : 0;
+  out.blocks = n_mt * n_workers;
+  return out.blocks <= std::numeric_limits<int32_t>::max();
+}
+
+// Points the plan at its workspace and at the weights. pw element (o, c) at pw[o * so + c * sc];
+// dw == nullptr with dw_identity (the depthwise part is x itself: K = 1, weight 1).
+inline void bind_fwd_workspace(FwdPlan& plan, unsigned char* ws, const void* pw, int64_t so,
+                               int64_t sc, const void* pwb, const void* dw, const void* dwb,
+                               bool dw_identity) {
+  PrepParams& pp = plan.pp;
+  pp.pw = pw;
+  pp.pw_so = so;
+  pp.pw_sc = sc;
+  pp.pwb = pwb;
+  pp.dw = dw;
+  pp.dwb = dwb;
+  pp.identity_dw = dw_identity ? 1 : 0;
+  pp.wp = ws + plan.at_wp;
+  pp.dwp = ws + plan.at_dwp;
+  pp.bias = ws + plan.at_bias;
+  plan.p.wp = pp.wp;
+  plan.p.dw.dwp = pp.dwp;
+  plan.p.bias = pp.bias;
+}
+
+// ---- pointwise weight gradient ------------------------------------------------------------------
+
+struct DpwPlan {
+  DpwParams p{};
+  int64_t smem = 0;
+  int64_t blocks = 0;
+  int64_t prep_blocks = 0, reduce_blocks = 0;
+  int64_t cin_pad = 0, kp = 0;
+  int64_t ws_bytes = 0, at_dwp = 0, at_dwb = 0, at_part = 0;
+};
+
+template <typename Tx, typename Tm, int kGemm, int BM, int BN, int BJ, bool kXcl>
+bool plan_dpw(const ConvGeometry& g, const View3& dy, const View3& x, const DevCaps& caps,
+              DpwPlan& out) {
+  using Tile = DpwTile<Tx, Tm, kGemm, BM, BN, BJ>;
+  constexpr int kV = Tile::kV;
+  DpwParams& p = out.p;
+  p = DpwParams{};
+  int64_t xs_bytes = 0, dws_bytes = 0;
+  if (!plan_dw<Tx, BN, BJ, kXcl>(g, x, p.dw, xs_bytes, dws_bytes)) return false;
+  const int64_t a_bytes =
+      static_cast<int64_t>(kXcl ? Tile::A_ELEMS_CL : Tile::A_ELEMS_CF) * sizeof(Tx);
+  const int64_t h_bytes = static_cast<int64_t>(Tile::H_ELEMS) * sizeof(Tm);
+  int64_t off = 0;
+  auto place = [&](int64_t bytes) {
+    const int64_t at = off;
+    off += align_bytes(bytes);
+    return static_cast<int>(at);
+  };
+  if (2 * (align_bytes(a_bytes) + align_bytes(xs_bytes) + align_bytes(dws_bytes) +
+           align_bytes(h_bytes)) > caps.smem_optin) {
+    return false;
+  }
+  for (int s = 0; s < 2; ++s) p.sm_a[s] = place(a_bytes);
+  for (int s = 0; s < 2; ++s) p.sm_x[s] = place(xs_bytes);
+  for (int s = 0; s < 2; ++s) p.sm_dw[s] = place(dws_bytes);
+  for (int s = 0; s < 2; ++s) p.sm_h[s] = place(h_bytes);
+  out.smem = off;
+
+  const int64_t cin = g.channels, cout = g.out_channels;
+  const int64_t cin_pad = round_up(cin, BN);
+  const int64_t kp = p.dw.kp;
+  const int64_t n_mt = ceil_div(cout, BM), n_nt = cin_pad / BN;
+  const int64_t n_jt = ceil_div(g.out_length, BJ);
+  const int64_t n_chunks = g.batch * n_jt;
+  const int64_t tiles = n_mt * n_nt;
+  // Split the (b, j) reduction so that about two waves of blocks run; >= 4 chunks per split.
+  const int64_t splits = std::max<int64_t>(
+      1, std::min<int64_t>((2 * caps.sms) / std::max<int64_t>(tiles, 1),
+                           std::max<int64_t>(1, n_chunks / 4)));
+  if (tiles * splits > std::numeric_limits<int32_t>::max() || g.batch > (int64_t{1} << 30)) {
+    return false;
+  }
+  Carve cv;
+  out.at_dwp = cv.take(cin_pad * kp * 4);
+  out.at_dwb = cv.take(cin_pad * 4);
+  out.at_part = cv.take(splits * cout * cin * 4);
+  out.ws_bytes = cv.total;
+  out.cin_pad = cin_pad;
+  out.kp = kp;
+  out.prep_blocks = std::min<int64_t>(ceil_div(cin_pad * kp + cin_pad, 256), 1024);
+  out.reduce_blocks = std::min<int64_t>(ceil_div(cout * cin, 256), 4096);
+
+  p.dy = dy.ptr;
+  p.dsb = dy.sb;
+  p.dsc = dy.sc;
+  p.dsl = dy.sl;
+  p.Lout = g.out_length;
+  p.n_chunks = n_chunks;
+  p.cout = static_cast<int>(cout);
+  p.cin = static_cast<int>(cin);
+  p.n_mt = static_cast<int>(n_mt);
+  p.n_nt = static_cast<int>(n_nt);
+  p.n_jt = static_cast<int>(n_jt);
+  p.splits = static_cast<int>(splits);
+  p.dy_vec = aligned_to(p.dy, 16) && (g.batch == 1 || p.dsb % kV == 0) &&
+             (kXcl ? (p.dsc == 1 && p.dsl % kV == 0) : (p.dsl == 1 && p.dsc % kV == 0));
+  out.blocks = tiles * splits;
+  return true;
+}
+
+inline void bind_dpw_workspace(DpwPlan& plan, unsigned char* ws) {
+  plan.p.dw.dwp = ws + plan.at_dwp;
+  plan.p.dw.dwb = ws + plan.at_dwb;
+  plan.p.part = reinterpret_cast<float*>(ws + plan.at_part);
+}
+
+}  // namespace sep
+}  // namespace cuda
+}  // namespace sepconv1d
