@@ -31,6 +31,14 @@ phase_end() {
   if [ -n "${SEPCONV1D_TIMINGS:-}" ]; then
     printf '%-32s %5ss\n' "$_PHASE_NAME" "$secs" >>"$SEPCONV1D_TIMINGS"
   fi
+  _PHASE_NAME=""
+}
+# For an EXIT trap: record the phase that was running when the script stopped, as failed.
+phase_abort() {
+  if [ -n "${_PHASE_NAME:-}" ] && [ -n "${SEPCONV1D_TIMINGS:-}" ]; then
+    printf '%-32s %5ss  FAILED\n' "$_PHASE_NAME" "$((SECONDS - _PHASE_T0))" >>"$SEPCONV1D_TIMINGS"
+  fi
+  _PHASE_NAME=""
 }
 phase_report() {
   if [ -n "${SEPCONV1D_TIMINGS:-}" ] && [ -s "$SEPCONV1D_TIMINGS" ]; then

@@ -12,7 +12,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/_lib.sh"
 
 SEPCONV1D_TIMINGS=$(mktemp "${TMPDIR:-/tmp}/sepconv1d-timings.XXXXXX")
 export SEPCONV1D_TIMINGS
-trap 'phase_report; rm -f "$SEPCONV1D_TIMINGS"' EXIT
+trap 'phase_abort; phase_report; rm -f "$SEPCONV1D_TIMINGS"' EXIT
 
 bash "$SEPCONV1D_SCRIPTS/setup_env.sh" >/dev/null
 VPY=$(venv_python)

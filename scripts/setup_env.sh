@@ -42,6 +42,7 @@ pick_python() {
   die "no Python >= 3.11 found (tried: ${candidates[*]}); set PYTHON to one"
 }
 
+trap phase_abort EXIT
 phase_begin "venv + torch + tools"
 VPY=$(venv_python)
 if [ -x "$VPY" ] && python_ok "$VPY" && "$VPY" -m pip --version >/dev/null 2>&1; then

@@ -21,6 +21,7 @@ export SEPCONV1D_TIMINGS SEPCONV1D_TEST_SUMMARY
 T_START=$SECONDS
 finish() {
   local rc=$?
+  phase_abort
   phase_report
   if [ "$rc" -eq 0 ]; then
     log "scripts/test.sh passed in $((SECONDS - T_START))s"

@@ -26,13 +26,15 @@ def _load_library() -> None:
     try:
         torch.ops.load_library(candidates[0])
     except OSError as err:
+        # torch wraps the loader's message ("libX.so: cannot open shared object file") in __cause__.
+        detail = f"{err}: {err.__cause__}" if err.__cause__ is not None else str(err)
         if torch.version.cuda is None:
             raise ImportError(
                 "sepconv1d: this build contains CUDA kernels but the installed torch "
-                f"{torch.__version__} is a CPU-only build without the CUDA runtime ({err}). Install a "
+                f"{torch.__version__} is a CPU-only build without the CUDA runtime ({detail}). Install a "
                 "CUDA build of torch >= 2.10, or build sepconv1d from source with SEPCONV1D_CPU_ONLY=1."
             ) from err
-        raise ImportError(f"sepconv1d: could not load {os.path.basename(candidates[0])}: {err}") from err
+        raise ImportError(f"sepconv1d: could not load {os.path.basename(candidates[0])}: {detail}") from err
 
 
 _load_library()

@@ -8,11 +8,10 @@ the length-dependent check becomes a runtime assert (``torch._check``) instead o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Union
 
 import torch
 
-PaddingArg = Union[int, Sequence[int], str]
+PaddingArg = int | Sequence[int] | str
 
 ACTIVATION_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 HALF_DTYPES = (torch.float16, torch.bfloat16)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-import sepconv1d
 from reference import (
     LAYOUTS,
     assert_close_to_reference,
@@ -13,9 +11,11 @@ from reference import (
     poison_allocator,
     reference_depthwise,
     reference_grads,
-    unfolded_depthwise,
     tolerance_for,
+    unfolded_depthwise,
 )
+
+import sepconv1d
 from sepconv1d._shapes import resolve_padding
 
 KERNEL_SIZES = [1, 2, 3, 4, 5, 7, 9, 31, 63]
@@ -192,7 +192,7 @@ def test_weight_grads_are_deterministic(device, dtype):
     first = op(g, x, w, 1, 4, 4, 1, True, True, True)
     for _ in range(5):
         again = op(g, x, w, 1, 4, 4, 1, True, True, True)
-        for a, b_ in zip(first, again):
+        for a, b_ in zip(first, again, strict=True):
             assert torch.equal(a, b_), "gradients differ between identical runs"
 
 

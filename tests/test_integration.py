@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from reference import assert_close_to_reference, make_activation, reference_depthwise, reference_separable
 
 import sepconv1d
-from reference import assert_close_to_reference, make_activation, reference_depthwise, reference_separable
 
 ops = torch.ops.sepconv1d
 
@@ -178,6 +178,7 @@ def test_compile_reduce_overhead_training_step():
                               sepconv1d.SeparableConv1d(32, 16, 5, padding="causal")).cuda()
     compiled = torch.compile(mod, mode="reduce-overhead")
     for _ in range(4):
+        torch.compiler.cudagraph_mark_step_begin()  # one training step per CUDA-graph generation
         x = torch.randn(2, 32, 256, device="cuda", requires_grad=True)
         out = compiled(x)
         out.sum().backward()

@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-
 from reference import reference_depthwise, reference_separable, unfolded_depthwise, unfolded_separable
 
 

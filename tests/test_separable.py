@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-import sepconv1d
 from reference import (
     LAYOUTS,
     TF32_TOLERANCE,
@@ -13,10 +11,12 @@ from reference import (
     make_activation,
     poison_allocator,
     reference_grads,
-    unfolded_separable,
     reference_separable,
     tolerance_for,
+    unfolded_separable,
 )
+
+import sepconv1d
 from sepconv1d._shapes import resolve_padding
 
 KERNEL_SIZES = [1, 2, 3, 4, 5, 7, 9, 31, 63]
@@ -100,12 +100,12 @@ def test_backward_matches_reference(device, kernel_size, layout, dtypes):
         grad_out = torch.randn(out.shape, dtype=torch.float64).to(device, xdtype)
         inputs = [t for t in (x, dw, dwb, pw, pwb) if t is not None]
         poison_allocator(device, x.numel() * x.element_size())
-        grads = dict(zip([id(t) for t in inputs], torch.autograd.grad(out, inputs, grad_out)))
+        grads = dict(zip([id(t) for t in inputs], torch.autograd.grad(out, inputs, grad_out), strict=True))
         refs = reference_grads(
             lambda a, b, c, d, e: unfolded_separable(a, b, c, d, e, stride, *pads, dilation),
             [x, dw, dwb, pw, pwb], grad_out)
         what = f"K={kernel_size} {padding} s={stride} d={dilation} L={length} {cin}->{cout}"
-        for name, t, ref in zip(("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias"), (x, dw, dwb, pw, pwb), refs):
+        for name, t, ref in zip(("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias"), (x, dw, dwb, pw, pwb), refs, strict=True):
             if t is None:
                 continue
             got = grads[id(t)]
@@ -171,5 +171,5 @@ def test_weight_grads_are_deterministic(device, dtype):
     first = op(g, x, dw, dwb, pw, 1, 3, 3, 1, False, True, True, True, True, True)
     for _ in range(4):
         again = op(g, x, dw, dwb, pw, 1, 3, 3, 1, False, True, True, True, True, True)
-        for a, b in zip(first, again):
+        for a, b in zip(first, again, strict=True):
             assert torch.equal(a, b), "gradients differ between identical runs"

@@ -1,7 +1,7 @@
 // Depthwise Conv1d CUDA kernels (forward and fused backward). Torch-free: the launch planning lives
 // in depthwise_launch.cuh and the torch glue in depthwise_cuda.cu. Compiled with -DDW_EMULATE the
 // same code runs on the host under depthwise_emu.cuh (one std::thread per CUDA thread), which is
-// how the index maths is tested without a GPU (see depthwise_emu_test.cuh).
+// how the index maths is tested without a GPU (see tests/emulation/depthwise_emu_test.cpp).
 //
 // Semantics: y[b,c,j] = bias[c] + sum_k w[c,k] * x[b,c, j*s - pl + k*d], zero padding.
 //

@@ -1,6 +1,6 @@
 // Host emulation of the CUDA subset the separable kernels use, to run their index maths, pipeline
 // and fragment layouts on a machine without a GPU (never part of the extension build; see
-// separable_emu_test.cuh). Include it before any separable header, with -DSEP_EMULATE.
+// tests/emulation/separable_emu_test.cpp). Include it before any separable header, with -DSEP_EMULATE.
 //
 //  - A launch runs blockDim std::threads that execute the grid's blocks one after another;
 //    __syncthreads is a std::barrier over the block, warp collectives (ldmatrix, mma.sync) exchange

@@ -1,6 +1,6 @@
 // Host-side planning of the separable kernels: tile choice inputs, shared-memory layout, grid and
 // workspace carve. Free of torch::stable so that the host emulation test
-// (separable_emu_test.cuh) runs exactly the plans the extension launches.
+// (tests/emulation/separable_emu_test.cpp) runs exactly the plans the extension launches.
 #pragma once
 
 #include "common/conv_params.h"

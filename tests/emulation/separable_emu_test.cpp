@@ -2,8 +2,8 @@
 // kernel, pointwise weight gradient) against a float64 reference: every tile configuration, both
 // layouts, resident and streamed weights, aligned and misaligned tensors, odd sizes, strides,
 // dilations, paddings, poisoned outputs and workspace. Not part of the build:
-//   g++ -std=c++20 -O1 -g -fsanitize=address,undefined -x c++ -DSEP_EMULATE -DSEP_EMU_MAIN \
-//     -I csrc -I <torch>/include -I <cuda>/include csrc/cuda/separable_emu_test.cuh -o sepemu \
+//   g++ -std=c++20 -O1 -g -fsanitize=address,undefined -DUSE_CUDA -DSEP_EMULATE -DSEP_EMU_MAIN \
+//     -I csrc -I <torch>/include -I <cuda>/include tests/emulation/separable_emu_test.cpp -o sepemu \
 //     -pthread
 //   ./sepemu [n_random_cases] [seed] [first_case] [end_case]
 #pragma once

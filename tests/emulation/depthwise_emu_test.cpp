@@ -1,7 +1,7 @@
 // Host-emulation test of the depthwise CUDA kernels (index maths, padding, strides, layouts,
 // alignment fallbacks, splits, determinism) against a float64 reference. Not part of the build:
 //   g++ -std=c++20 -O1 -g -fsanitize=address,undefined -x c++ -DDW_EMULATE -DDW_EMU_MAIN \
-//     -I csrc -I <torch>/include -I <cuda>/include csrc/cuda/depthwise_emu_test.cuh -o dwemu -pthread
+//     -I csrc -I <torch>/include -I <cuda>/include tests/emulation/depthwise_emu_test.cpp -o dwemu -pthread
 //   ./dwemu [n_random_cases] [seed]
 #pragma once
 
