@@ -215,3 +215,21 @@ def test_more_than_2_31_elements(device, kernel_size):
     ref = reference_depthwise(piece, w, b, 1, 0, right, 1)[:, :, -tail:]
     assert_close_to_reference(out[:, :, -tail:], ref, 3e-3, "tail of a >2^31-element tensor")
     del out, x
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_thousand_runs_are_bit_identical(layout):
+    """A race shows up as a result that moves between identical runs."""
+    x = make_activation(4, 96, 3001, torch.bfloat16, "cuda", layout)
+    w, b = _params(96, 9, torch.float32, "cuda", True)
+    g = torch.randn(4, 96, 3001, device="cuda").to(torch.bfloat16)
+    op = torch.ops.sepconv1d
+    y0 = op.depthwise_conv1d(x, w, b, 1, 4, 4, 1)
+    grads0 = op.depthwise_conv1d_backward(g, x, w, 1, 4, 4, 1, True, True, True)
+    mismatches = torch.zeros((), dtype=torch.int64, device="cuda")
+    for _ in range(1000):
+        mismatches += (op.depthwise_conv1d(x, w, b, 1, 4, 4, 1) != y0).sum()
+        for a, ref in zip(op.depthwise_conv1d_backward(g, x, w, 1, 4, 4, 1, True, True, True), grads0, strict=True):
+            mismatches += (a != ref).sum()
+    assert mismatches.item() == 0
