@@ -407,6 +407,14 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def no_grad(fn):
+    """fn wrapped to run under torch.no_grad() (forward-only timings)."""
+    def call(*a):
+        with torch.no_grad():
+            return fn(*a)
+    return call
+
+
 def _first_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
     return text[0][:300] if text else ""
@@ -875,12 +883,6 @@ class Runner:
         # Forward.
         fwd_sets = [(x.detach(),) for x, _ in sets]
 
-        def no_grad(fn):
-            def call(*a):
-                with torch.no_grad():
-                    return fn(*a)
-            return call
-
         if self.has("depthwise"):
             self._try_time(rec, "fwd", "ours", lambda: rotating(no_grad(f_ours), fwd_sets))
         self._try_time(rec, "fwd", "eager", lambda: rotating(no_grad(f_eager), fwd_sets))
@@ -1035,12 +1037,6 @@ class Runner:
         self._verdict(rec, case, ("ours",))
 
         fwd_sets = [(x.detach(),) for x, _ in sets]
-
-        def no_grad(fn):
-            def call(*a):
-                with torch.no_grad():
-                    return fn(*a)
-            return call
 
         if self.has("separable"):
             self._try_time(rec, "fwd", "ours", lambda: rotating(no_grad(f_ours), fwd_sets))
