@@ -49,7 +49,7 @@ ops = torch.ops.sepconv1d
 
 @torch.library.register_fake("sepconv1d::depthwise_conv1d")
 def _depthwise_fake(x, weight, bias, stride, pad_left, pad_right, dilation):
-    length = _shapes.conv_out_length(x.shape[2], weight.shape[1], stride, pad_left, pad_right, dilation)
+    length = _shapes.conv_out_length(x.shape[2], weight.shape[-1], stride, pad_left, pad_right, dilation)
     torch._check(length >= 1, lambda: "sepconv1d: padded length is shorter than the dilated kernel")
     return _shapes.new_activation(x, x.shape[1], length, x.dtype)
 
@@ -66,7 +66,7 @@ def _depthwise_backward_fake(grad_out, x, weight, stride, pad_left, pad_right, d
 @torch.library.register_fake("sepconv1d::separable_conv1d")
 def _separable_fake(x, dw_weight, dw_bias, pw_weight, pw_bias, stride, pad_left, pad_right, dilation,
                     allow_tf32):
-    length = _shapes.conv_out_length(x.shape[2], dw_weight.shape[1], stride, pad_left, pad_right, dilation)
+    length = _shapes.conv_out_length(x.shape[2], dw_weight.shape[-1], stride, pad_left, pad_right, dilation)
     torch._check(length >= 1, lambda: "sepconv1d: padded length is shorter than the dilated kernel")
     return _shapes.new_activation(x, pw_weight.shape[0], length, x.dtype)
 

@@ -35,10 +35,9 @@ def depthwise_conv1d(
     """
     _shapes.check_activation(x)
     stride, dilation = _shapes.check_hyper(stride, dilation)
-    weight = _shapes.flat_depthwise_weight(weight, x.shape[1])
+    kernel_size = _shapes.check_depthwise_weight(weight, x.shape[1])
     _shapes.check_weight("weight", weight, x)
     bias = _shapes.check_bias("bias", bias, x.shape[1], weight, x)
-    kernel_size = weight.shape[1]
     pad_left, pad_right = _shapes.resolve_padding(padding, kernel_size, stride, dilation)
     _shapes.check_length(x, kernel_size, pad_left, pad_right, dilation)
     return ops.depthwise_conv1d(x, weight, bias, stride, pad_left, pad_right, dilation)
@@ -75,15 +74,14 @@ def separable_conv1d(
     _shapes.check_activation(x)
     stride, dilation = _shapes.check_hyper(stride, dilation)
     cin = x.shape[1]
-    dw_weight = _shapes.flat_depthwise_weight(dw_weight, cin, "dw_weight")
+    kernel_size = _shapes.check_depthwise_weight(dw_weight, cin, "dw_weight")
     _shapes.check_weight("dw_weight", dw_weight, x)
-    pw_weight = _shapes.flat_pointwise_weight(pw_weight, cin, "pw_weight")
+    _shapes.check_pointwise_weight(pw_weight, cin, "pw_weight")
     _shapes.check_weight("pw_weight", pw_weight, x)
     if pw_weight.dtype != dw_weight.dtype:
         raise TypeError(f"pw_weight has dtype {pw_weight.dtype} but dw_weight has {dw_weight.dtype}")
     dw_bias = _shapes.check_bias("dw_bias", dw_bias, cin, dw_weight, x)
     pw_bias = _shapes.check_bias("pw_bias", pw_bias, pw_weight.shape[0], pw_weight, x)
-    kernel_size = dw_weight.shape[1]
     pad_left, pad_right = _shapes.resolve_padding(padding, kernel_size, stride, dilation)
     _shapes.check_length(x, kernel_size, pad_left, pad_right, dilation)
     allow_tf32 = bool(torch.backends.cudnn.allow_tf32)

@@ -20,7 +20,9 @@ def _depthwise_samples(device):
     ]:
         x = make_activation(2, 6, 37, dtype, device, layout).requires_grad_(True)
         wdtype = torch.float32 if dtype == torch.bfloat16 else dtype
-        w = torch.randn(6, k, device=device, dtype=wdtype, requires_grad=True)
+        # nn.Conv1d's (C, 1, K) weight shape in the strided case; the ops take it as it is.
+        wshape = (6, 1, k) if layout == "strided" else (6, k)
+        w = torch.randn(*wshape, device=device, dtype=wdtype, requires_grad=True)
         b = torch.randn(6, device=device, dtype=wdtype, requires_grad=True)
         yield x, w, b, s, pl, pr, d
 
@@ -37,12 +39,13 @@ def test_opcheck_depthwise(device, layout_case):
                               (g, x.detach(), w.detach(), s, pl, pr, d, *mask))
 
 
-@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
-def test_opcheck_separable(device, layout):
+@pytest.mark.parametrize("layout,conv1d_shapes", [("contiguous", False), ("channels_last", False),
+                                                  ("contiguous", True)])
+def test_opcheck_separable(device, layout, conv1d_shapes):
     x = make_activation(2, 5, 29, torch.float32, device, layout).requires_grad_(True)
-    dw = torch.randn(5, 3, device=device, requires_grad=True)
+    dw = torch.randn(*((5, 1, 3) if conv1d_shapes else (5, 3)), device=device, requires_grad=True)
     dwb = torch.randn(5, device=device, requires_grad=True)
-    pw = torch.randn(7, 5, device=device, requires_grad=True)
+    pw = torch.randn(*((7, 5, 1) if conv1d_shapes else (7, 5)), device=device, requires_grad=True)
     pwb = torch.randn(7, device=device, requires_grad=True)
     torch.library.opcheck(ops.separable_conv1d.default, (x, dw, dwb, pw, pwb, 1, 1, 1, 1, False))
     torch.library.opcheck(ops.separable_conv1d.default, (x, dw, None, pw, None, 2, 2, 0, 2, False))
@@ -173,17 +176,27 @@ def test_cuda_graph_capture_and_replay():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_compile_reduce_overhead_training_step():
+    """Training steps under CUDA graphs: outputs and every parameter gradient match eager."""
     torch._dynamo.reset()
     mod = torch.nn.Sequential(sepconv1d.DepthwiseConv1d(32, 9, padding="same"),
                               sepconv1d.SeparableConv1d(32, 16, 5, padding="causal")).cuda()
     compiled = torch.compile(mod, mode="reduce-overhead")
     for _ in range(4):
-        torch.compiler.cudagraph_mark_step_begin()  # one training step per CUDA-graph generation
+        # .grad tensors allocated inside a captured backward belong to the CUDA-graph pool; a
+        # training loop frees them between steps (optimizer.zero_grad() does), as here.
+        mod.zero_grad(set_to_none=True)
+        torch.compiler.cudagraph_mark_step_begin()
         x = torch.randn(2, 32, 256, device="cuda", requires_grad=True)
         out = compiled(x)
         out.sum().backward()
-        ref = mod(x.detach())
-        torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+        got = [out.detach().clone(), x.grad.clone()] + [p.grad.clone() for p in mod.parameters()]
+        mod.zero_grad(set_to_none=True)
+        xe = x.detach().requires_grad_(True)
+        ref = mod(xe)
+        ref.sum().backward()
+        want = [ref.detach(), xe.grad] + [p.grad for p in mod.parameters()]
+        for g, w in zip(got, want, strict=True):
+            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA devices")

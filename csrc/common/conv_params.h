@@ -82,6 +82,22 @@ inline Tensor new_activation(const Tensor& x, int64_t channels, int64_t length, 
   return torch::stable::empty({batch, channels, length}, dtype, std::nullopt, x.device());
 }
 
+// Weights arrive as (C, K) / (Cout, Cin) or as nn.Conv1d stores them, (C, 1, K) / (Cout, Cin, 1).
+// The ops take both, so modules pass their parameters straight through: traced graphs hold no view
+// nodes of parameters, and gradients come back in the parameter's own shape. Kernels see the 2-D
+// view made here.
+inline Tensor flat_weight(const Tensor& w, int64_t unit_dim) {
+  return w.dim() == 3 ? torch::stable::squeeze(w, unit_dim) : w;
+}
+inline Tensor flat_depthwise_weight(const Tensor& w) { return flat_weight(w, 1); }
+inline Tensor flat_pointwise_weight(const Tensor& w) { return flat_weight(w, 2); }
+// Gives a 2-D weight gradient the shape of the weight it belongs to.
+inline std::optional<Tensor> shaped_like(std::optional<Tensor> grad, const Tensor& w,
+                                         int64_t unit_dim) {
+  if (grad.has_value() && w.dim() == 3) return torch::stable::unsqueeze(*grad, unit_dim);
+  return grad;
+}
+
 inline Tensor new_param_grad(const Tensor& like, ScalarType dtype) {
   std::vector<int64_t> sizes(like.sizes().begin(), like.sizes().end());
   return torch::stable::empty(sizes, dtype, std::nullopt, like.device());
@@ -116,17 +132,19 @@ inline void check_hyper(int64_t stride, int64_t pad_left, int64_t pad_right, int
                   pad_left, ", ", pad_right, ")");
 }
 
-// Checks x (B, C, L), weight (C, K), bias (C) and the hyper-parameters; returns the geometry.
+// Checks x (B, C, L), weight (C, K) or (C, 1, K), bias (C) and the hyper-parameters; returns the geometry.
 inline ConvGeometry check_depthwise(const Tensor& x, const Tensor& weight,
                                     const std::optional<Tensor>& bias, int64_t stride,
                                     int64_t pad_left, int64_t pad_right, int64_t dilation) {
   STD_TORCH_CHECK(x.dim() == 3, "sepconv1d: x must be 3-D (batch, channels, length), got ",
                   x.dim(), "-D");
   check_activation_dtype(x, "x");
-  STD_TORCH_CHECK(weight.dim() == 2, "sepconv1d: weight must be 2-D (channels, kernel_size)");
+  STD_TORCH_CHECK(weight.dim() == 2 || (weight.dim() == 3 && weight.size(1) == 1),
+                  "sepconv1d: weight must have shape (channels, kernel_size) or "
+                  "(channels, 1, kernel_size)");
   STD_TORCH_CHECK(weight.size(0) == x.size(1), "sepconv1d: weight has ", weight.size(0),
                   " channels but x has ", x.size(1));
-  STD_TORCH_CHECK(weight.size(1) >= 1, "sepconv1d: kernel_size must be >= 1");
+  STD_TORCH_CHECK(weight.size(weight.dim() - 1) >= 1, "sepconv1d: kernel_size must be >= 1");
   check_weight_dtype(weight, x, "weight");
   check_same_device(weight, x, "weight");
   if (bias.has_value()) {
@@ -142,7 +160,7 @@ inline ConvGeometry check_depthwise(const Tensor& x, const Tensor& weight,
   g.channels = x.size(1);
   g.out_channels = x.size(1);
   g.length = x.size(2);
-  g.kernel_size = weight.size(1);
+  g.kernel_size = weight.size(weight.dim() - 1);
   g.stride = stride;
   g.pad_left = pad_left;
   g.pad_right = pad_right;
@@ -160,9 +178,10 @@ inline ConvGeometry check_separable(const Tensor& x, const Tensor& dw_weight,
                                     const std::optional<Tensor>& pw_bias, int64_t stride,
                                     int64_t pad_left, int64_t pad_right, int64_t dilation) {
   ConvGeometry g = check_depthwise(x, dw_weight, dw_bias, stride, pad_left, pad_right, dilation);
-  STD_TORCH_CHECK(pw_weight.dim() == 2 && pw_weight.size(1) == g.channels,
+  STD_TORCH_CHECK((pw_weight.dim() == 2 || (pw_weight.dim() == 3 && pw_weight.size(2) == 1)) &&
+                      pw_weight.size(1) == g.channels,
                   "sepconv1d: pw_weight must have shape (out_channels, in_channels=", g.channels,
-                  ")");
+                  ") or (out_channels, in_channels, 1)");
   STD_TORCH_CHECK(pw_weight.size(0) >= 1, "sepconv1d: out_channels must be >= 1");
   STD_TORCH_CHECK(pw_weight.scalar_type() == dw_weight.scalar_type(),
                   "sepconv1d: pw_weight must have dw_weight's dtype");

@@ -386,7 +386,8 @@ void reduce_partials(const std::vector<double>& partials, int64_t nchunks, int64
 }
 
 // ------------------------------------------------------------------------------------------------
-// Operators.
+// Operators. Weights may be (C, K) or (C, 1, K) (see flat_weight() in conv_params.h); the kernels
+// read them contiguous, which is the same memory for both, and gradients are allocated like them.
 // ------------------------------------------------------------------------------------------------
 Tensor depthwise_conv1d_cpu(const Tensor& x_in, const Tensor& weight, const std::optional<Tensor>& bias,
                             int64_t stride, int64_t pad_left, int64_t pad_right, int64_t dilation) {

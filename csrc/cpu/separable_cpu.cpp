@@ -300,7 +300,8 @@ void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc
 }
 
 // ------------------------------------------------------------------------------------------------
-// Operators.
+// Operators. Weights may be 2-D or nn.Conv1d's 3-D shapes (see flat_weight() in conv_params.h):
+// contiguous, both are the same memory, and gradients are allocated like the weights.
 // ------------------------------------------------------------------------------------------------
 Tensor separable_conv1d_cpu(const Tensor& x_in, const Tensor& dw_weight,
                             const std::optional<Tensor>& dw_bias, const Tensor& pw_weight,

@@ -125,7 +125,7 @@ Tensor depthwise_conv1d_cuda(Tensor x, Tensor weight, std::optional<Tensor> bias
                              int64_t pad_left, int64_t pad_right, int64_t dilation) {
   const ConvGeometry g = check_depthwise(x, weight, bias, stride, pad_left, pad_right, dilation);
   torch::stable::accelerator::DeviceGuard guard(x.get_device_index());
-  weight = contiguous_if_needed(weight);
+  weight = contiguous_if_needed(flat_depthwise_weight(weight));
   if (bias.has_value()) bias = contiguous_if_needed(*bias);
   x = as_kernel_layout(x);
   Tensor y = new_activation(x, g.channels, g.out_length, x.scalar_type());
@@ -141,10 +141,12 @@ depthwise_conv1d_backward_cuda(Tensor grad_out, Tensor x, Tensor weight, int64_t
       check_depthwise(x, weight, std::nullopt, stride, pad_left, pad_right, dilation);
   check_grad_out(grad_out, x, g);
   torch::stable::accelerator::DeviceGuard guard(x.get_device_index());
-  weight = contiguous_if_needed(weight);
+  const Tensor w = contiguous_if_needed(flat_depthwise_weight(weight));
   x = as_kernel_layout(x);
   grad_out = to_layout(grad_out, is_channels_last(x));
-  return depthwise_backward(grad_out, x, weight, g, need_grad_x, need_grad_weight, need_grad_bias);
+  auto grads = depthwise_backward(grad_out, x, w, g, need_grad_x, need_grad_weight, need_grad_bias);
+  std::get<1>(grads) = shaped_like(std::get<1>(grads), weight, 1);
+  return grads;
 }
 
 }  // namespace

@@ -67,10 +67,15 @@ constexpr int kClItemsFwd = 2;      // CL forward: up to 2 runs of V positions p
 constexpr int kClItemsBwd = 2;      // CL backward
 constexpr int kClVecs = 32;         // channel vectors per CL block
 constexpr int kClGroups = 4;        // position groups per CL warp (lane >> 3)
-constexpr int kCfLoadUnroll = kCfItemsFwd + 1;  // 640 vectors per pass: tile + halo, K < ~400
+constexpr int kCfLoadUnroll = kCfItemsFwd + 1;  // 640 16-byte units per pass: tile + halo
 constexpr int kClLoadUnroll = 11;                // 44 rows of 32 vectors per pass
 constexpr int kCfBwdLoadUnroll = 5;              // x and dy tiles interleaved
 constexpr int kClBwdLoadUnroll = 5;
+// CL units of G vectors (16-byte loads of half types) cover G times the rows per pass.
+template <int G>
+constexpr int cl_load_unroll(int unroll) {
+  return (unroll + G - 1) / G;
+}
 // Minimum resident blocks per SM (__launch_bounds__), i.e. register caps of 64 / 128 / 128 / 128.
 constexpr int kCfFwdMinBlocks = 8;
 constexpr int kCfBwdMinBlocks = 4;
@@ -93,8 +98,39 @@ constexpr int vec_of() {
   return int(16 / sizeof(A));
 }
 
+// Fetch group G: V-vectors per 16-byte global access. 1 for float/double (V elements are already
+// 16 bytes), 2 for half types (V elements are 8 bytes), so every type moves 16 bytes per access.
+template <typename T>
+constexpr int gvec_of() {
+  return int(16 / (vec_of<acc_of<T>>() * sizeof(T)));
+}
+
+// Outputs per thread item of the CF forward. Compile-time K: G vectors of V outputs, kThreads*V
+// apart (lane-consecutive 16-byte shared reads, conflict-free). Run-time K: 2V consecutive outputs,
+// so that each window load feeds twice the FMAs (the long-K loop is bound by instructions; the
+// 32-byte lane stride costs 2-way bank conflicts, which measured cheaper than twice the loads).
+template <typename T, bool kCompileTimeK>
+constexpr int cf_fwd_item() {
+  constexpr int V = vec_of<acc_of<T>>();
+  constexpr int N = gvec_of<T>() * V;
+  return kCompileTimeK ? N : (N > 2 * V ? N : 2 * V);
+}
+
+// Global access level of a tensor, checked on the host (see *_vec_level in depthwise_launch.cuh):
+// 2: groups of G*V elements are aligned (16-byte accesses); 1: only V-element vectors are (half
+// types with 8-byte-aligned rows); 0: neither (per-element accesses).
+constexpr int kVecGroup = 2;
+constexpr int kVecOne = 1;
+
 template <int N>
 using IC = std::integral_constant<int, N>;
+
+// a / b for a >= 0, b > 0. The 32-bit division is several times cheaper than the 64-bit routine
+// and covers every realistic tile index.
+DW_DEV int64_t udiv(int64_t a, int64_t b) {
+  if (((a | b) >> 32) == 0) return int64_t(uint32_t(a) / uint32_t(b));
+  return a / b;
+}
 
 // ------------------------------------------------------------------------------------------------
 // Scalar conversions
@@ -181,6 +217,29 @@ DW_DEV void gload_vec(const T* p, A* o) {
   }
 }
 
+// N elements of T as raw bits (N * sizeof(T) is 8 or 16 bytes; p aligned to that): one load.
+// Tiles are fetched raw and converted to A when stored to shared memory, so a half-precision
+// fetch holds half the registers of a converted one.
+template <typename T, int N>
+DW_DEV void gload_raw(const T* p, T* o) {
+  static_assert(N * sizeof(T) == 16 || N * sizeof(T) == 8, "8- or 16-byte accesses only");
+  DW_ASSERT(reinterpret_cast<uintptr_t>(p) % (N * sizeof(T)) == 0);
+  if constexpr (N * sizeof(T) == 16) {
+    const uint4 r = __ldg(reinterpret_cast<const uint4*>(p));
+    memcpy(o, &r, 16);
+  } else {
+    const uint2 r = __ldg(reinterpret_cast<const uint2*>(p));
+    memcpy(o, &r, 8);
+  }
+}
+
+template <typename T>
+DW_DEV T zero_of() {
+  T z;
+  memset(&z, 0, sizeof(T));  // +0.0 in every supported type
+  return z;
+}
+
 // Plain (weak, write-back) vector stores. Written as PTX because the compiler split a vector store
 // through a cast pointer into scalar stores in some kernels, and __stwb emits a strong store.
 DW_DEV void st_v4f32(float* p, float a, float b, float c, float d) {
@@ -207,6 +266,15 @@ DW_DEV void st_v2u32(void* p, uint32_t a, uint32_t b) {
   std::memcpy(static_cast<char*>(p) + 4, &b, 4);
 #else
   asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(a), "r"(b));
+#endif
+}
+
+DW_DEV void st_v4u32(void* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+#ifdef DW_EMULATE
+  const uint32_t w[4] = {a, b, c, d};
+  std::memcpy(p, w, 16);
+#else
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c), "r"(d));
 #endif
 }
 
@@ -248,14 +316,27 @@ DW_DEV void sstore(A* s, const A* v) {
   }
 }
 
-// V consecutive outputs of a CF row at position j (row has unit stride, length len).
-template <typename T, typename A, int V>
-DW_DEV void cf_store(T* row, int64_t j, int64_t len, const A* v, bool vec_ok) {
-  if (vec_ok && j + V <= len) {
-    gstore_vec<T, A, V>(row + j, v);
+// G*V consecutive outputs of a CF row at position j (row has unit stride, length len); vec is
+// the row's access level (kVecGroup: one 16-byte store; kVecOne: G stores of V elements).
+template <typename T, typename A, int V, int G>
+DW_DEV void cf_store(T* row, int64_t j, int64_t len, const A* v, int vec) {
+  constexpr int N = G * V;
+  // Level kVecOne already aligns a single vector, i.e. a whole group when G == 1.
+  const bool group_ok = G == 1 ? vec != 0 : vec == kVecGroup;
+  if (group_ok && j + N <= len) {
+    if constexpr (G == 2) {
+      static_assert(V == 4, "groups of two vectors are for half types");
+      st_v4u32(row + j, pack2<T>(v[0], v[1]), pack2<T>(v[2], v[3]), pack2<T>(v[4], v[5]),
+               pack2<T>(v[6], v[7]));
+    } else {
+      gstore_vec<T, A, V>(row + j, v);
+    }
+  } else if (G > 1 && vec == kVecOne && j + N <= len) {
+#pragma unroll
+    for (int q = 0; q < G; ++q) gstore_vec<T, A, V>(row + j + q * V, v + q * V);
   } else {
 #pragma unroll
-    for (int e = 0; e < V; ++e) {
+    for (int e = 0; e < N; ++e) {
       if (j + e < len) row[j + e] = out_cvt<T>(v[e]);
     }
   }
@@ -263,7 +344,7 @@ DW_DEV void cf_store(T* row, int64_t j, int64_t len, const A* v, bool vec_ok) {
 
 // V consecutive channels c..c+V-1 of one CL position (pos points at channel 0, unit stride).
 template <typename T, typename A, int V>
-DW_DEV void cl_store(T* pos, int64_t c, int64_t C, const A* v, bool vec_ok) {
+DW_DEV void cl_store(T* pos, int64_t c, int64_t C, const A* v, int vec_ok) {
   if (c >= C) return;
   if (vec_ok && c + V <= C) {
     gstore_vec<T, A, V>(pos + c, v);
@@ -314,83 +395,136 @@ template <typename T, typename A>
 struct TileSrc {
   A* s;          // shared destination (nullptr: nothing to load)
   const T* src;  // CF: row (unit stride); CL: batch base (unit channel stride)
-  int64_t a0;    // CF: first element (a multiple of V); CL: first position
+  int64_t a0;    // CF: first element (a multiple of G*V); CL: first position
   int64_t len;   // CF: row length; CL: number of positions
-  int n;         // CF: vectors; CL: rows (of kClVecs vectors)
-  bool vec_ok;   // V-element global accesses are aligned
+  int n;         // CF: V-vectors (a multiple of G); CL: rows (of kClVecs vectors)
+  int vec;       // access level of the source (kVecGroup / kVecOne / 0)
 };
 
-// CF: s[v*V + e] = row[a0 + v*V + e] for v < n (0 outside [0, len)).
-template <typename T, typename A, int V>
-DW_DEV void cf_fetch(const TileSrc<T, A>& t, int v, A* r) {
-  const int64_t g = t.a0 + int64_t(v) * V;
-  if (t.vec_ok && g >= 0 && g + V <= t.len) {
-    gload_vec<T, A, V>(t.src + g, r);
+// Two V-element loads where only V-element alignment holds (half types, 8-byte rows).
+template <typename T, int V, int G>
+DW_DEV void gload_halves(const T* p, T* r) {
+#pragma unroll
+  for (int q = 0; q < G; ++q) gload_raw<T, V>(p + q * V, r + q * V);
+}
+
+// CF: unit u of the tile = row[a0 + u*N, a0 + u*N + N), N = G*V, zero outside [0, len), raw bits.
+// interior: the whole tile lies inside the row (no bounds checks needed).
+template <typename T, typename A, int V, int G>
+DW_DEV void cf_fetch(const TileSrc<T, A>& t, int u, bool interior, T* r) {
+  constexpr int N = G * V;
+  const int64_t g = t.a0 + int64_t(u) * N;
+  const bool inside = interior || (g >= 0 && g + N <= t.len);
+  if (t.vec == kVecGroup && inside) {
+    gload_raw<T, N>(t.src + g, r);
+  } else if (G > 1 && t.vec == kVecOne && inside) {
+    gload_halves<T, V, G>(t.src + g, r);
   } else {
 #pragma unroll
-    for (int e = 0; e < V; ++e) {
+    for (int e = 0; e < N; ++e) {
       const int64_t ge = g + e;
-      r[e] = (ge >= 0 && ge < t.len) ? A(in_cvt(t.src[ge])) : A(0);
+      r[e] = (ge >= 0 && ge < t.len) ? t.src[ge] : zero_of<T>();
     }
   }
 }
 
-// CL: s[(r*kClVecs + cv)*V + e] = src[(a0 + r)*sl + c0 + cv*V + e] (0 outside positions [0, len)
-// and channels [0, C)); idx = r*kClVecs + cv.
-template <typename T, typename A, int V>
-DW_DEV void cl_fetch(const TileSrc<T, A>& t, int64_t sl, int64_t c0, int64_t C, int idx, A* r) {
-  const int64_t p = t.a0 + idx / kClVecs;
-  const int64_t c = c0 + int64_t(idx % kClVecs) * V;
+// CL: unit u = channels c0 + (u % UR)*N .. +N of position a0 + u / UR (UR = kClVecs / G units per
+// row), zero outside positions [0, len) and channels [0, C); raw bits.
+template <typename T, typename A, int V, int G>
+DW_DEV void cl_fetch(const TileSrc<T, A>& t, int64_t sl, int64_t c0, int64_t C, int u, T* r) {
+  constexpr int N = G * V;
+  constexpr int UR = kClVecs / G;
+  const int64_t p = t.a0 + u / UR;
+  const int64_t c = c0 + int64_t(u % UR) * N;
   if (p >= 0 && p < t.len && c < C) {
     const T* q = t.src + p * sl + c;
-    if (t.vec_ok && c + V <= C) {
-      gload_vec<T, A, V>(q, r);
+    if (t.vec == kVecGroup && c + N <= C) {
+      gload_raw<T, N>(q, r);
+    } else if (G > 1 && t.vec == kVecOne && c + N <= C) {
+      gload_halves<T, V, G>(q, r);
     } else {
 #pragma unroll
-      for (int e = 0; e < V; ++e) r[e] = (c + e < C) ? A(in_cvt(q[e])) : A(0);
+      for (int e = 0; e < N; ++e) r[e] = (c + e < C) ? q[e] : zero_of<T>();
     }
   } else {
 #pragma unroll
-    for (int e = 0; e < V; ++e) r[e] = A(0);
+    for (int e = 0; e < N; ++e) r[e] = zero_of<T>();
   }
 }
 
-// Loads up to two tiles, global -> registers -> shared (converted to A). Each pass issues the
-// loads of UNR vectors of both tiles before any shared store, so that a typical tile needs one
-// memory round trip. CL tiles use sl (position stride), c0 and C.
-template <bool CL, typename T, typename A, int UNR>
+// N raw elements converted to A, stored as N / V shared vectors. Units of two vectors sit 32
+// bytes apart for consecutive lanes, so a plain pair of 16-byte stores would be 2-way bank
+// conflicted; lanes with bit 2 set store their upper vector first, which makes each of the two
+// stores cover all 32 banks once per 8 lanes.
+template <typename T, typename A, int V, int N>
+DW_DEV void sstore_cvt(A* s, const T* r) {
+  if constexpr (N == 2 * V) {
+    A lo[V], hi[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      lo[e] = A(in_cvt(r[e]));
+      hi[e] = A(in_cvt(r[V + e]));
+    }
+    const bool swap = (threadIdx.x & 4) != 0;
+    A first[V], second[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      first[e] = swap ? hi[e] : lo[e];
+      second[e] = swap ? lo[e] : hi[e];
+    }
+    sstore<A, V>(s + (swap ? V : 0), first);
+    sstore<A, V>(s + (swap ? 0 : V), second);
+  } else {
+#pragma unroll
+    for (int q = 0; q < N / V; ++q) {
+      A v[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) v[e] = A(in_cvt(r[q * V + e]));
+      sstore<A, V>(s + q * V, v);
+    }
+  }
+}
+
+// Loads up to two tiles, global -> registers -> shared (converted to A), in units of N = G*V
+// elements (16-byte accesses where aligned). Each pass issues the loads of UNR units of both tiles
+// before any shared store, so that a typical tile needs one memory round trip. CL tiles use sl
+// (position stride), c0 and C.
+template <bool CL, int G, typename T, typename A, int UNR>
 DW_DEV void load_tiles(const TileSrc<T, A>& t0, const TileSrc<T, A>& t1, int64_t sl0, int64_t sl1,
                        int64_t c0, int64_t C) {
   constexpr int V = vec_of<A>();
-  const int n0 = t0.s ? (CL ? t0.n * kClVecs : t0.n) : 0;
-  const int n1 = t1.s ? (CL ? t1.n * kClVecs : t1.n) : 0;
+  constexpr int N = G * V;
+  const int n0 = t0.s ? (CL ? t0.n * (kClVecs / G) : t0.n / G) : 0;
+  const int n1 = t1.s ? (CL ? t1.n * (kClVecs / G) : t1.n / G) : 0;
   const int nmax = n0 > n1 ? n0 : n1;
+  const bool in0 = !CL && t0.a0 >= 0 && t0.a0 + int64_t(n0) * N <= t0.len;
+  const bool in1 = !CL && t1.a0 >= 0 && t1.a0 + int64_t(n1) * N <= t1.len;
   for (int v0 = threadIdx.x; v0 < nmax; v0 += kThreads * UNR) {
-    A r0[UNR][V];
-    A r1[UNR][V];
+    T r0[UNR][N];
+    T r1[UNR][N];
 #pragma unroll
     for (int u = 0; u < UNR; ++u) {
       const int v = v0 + u * kThreads;
       if (v < n0) {
         if constexpr (CL) {
-          cl_fetch<T, A, V>(t0, sl0, c0, C, v, r0[u]);
+          cl_fetch<T, A, V, G>(t0, sl0, c0, C, v, r0[u]);
         } else {
-          cf_fetch<T, A, V>(t0, v, r0[u]);
+          cf_fetch<T, A, V, G>(t0, v, in0, r0[u]);
         }
       }
       if (v < n1) {
         if constexpr (CL) {
-          cl_fetch<T, A, V>(t1, sl1, c0, C, v, r1[u]);
+          cl_fetch<T, A, V, G>(t1, sl1, c0, C, v, r1[u]);
         } else {
-          cf_fetch<T, A, V>(t1, v, r1[u]);
+          cf_fetch<T, A, V, G>(t1, v, in1, r1[u]);
         }
       }
     }
 #pragma unroll
     for (int u = 0; u < UNR; ++u) {
       const int v = v0 + u * kThreads;
-      if (v < n0) sstore<A, V>(t0.s + v * V, r0[u]);
-      if (v < n1) sstore<A, V>(t1.s + v * V, r1[u]);
+      if (v < n0) sstore_cvt<T, A, V, N>(t0.s + v * N, r0[u]);
+      if (v < n1) sstore_cvt<T, A, V, N>(t1.s + v * N, r1[u]);
     }
   }
 }
@@ -541,11 +675,11 @@ struct FwdArgs {
   int64_t B, C, L, Lo, pl;
   int K, s, d, kp;  // kp: K rounded up to V
   int64_t xsb, xsc, xsl, ysb, ysc, ysl;
-  bool x_vec, y_vec;  // 16/8-byte accesses allowed (alignment checked on the host)
+  int x_vec, y_vec;   // access levels (kVecGroup / kVecOne / 0), checked on the host
   bool fast;          // stride 1 and dilation 1
   int items;          // active items per thread (<= compile-time ITEMS)
   int tile;           // CF: outputs per tile; CL: positions per tile
-  int off;            // CF: (-pl) mod V, the window offset inside a vector
+  int off;            // CF: (-pl) mod G*V, the window offset inside a fetch group
   int nsm;            // CF: shared vectors of the x tile; CL: shared rows of the x tile
   int64_t ntiles;     // tiles per row (CF) / per (b, group) (CL)
   int64_t total;      // CF: B*C*ntiles work items; CL: B*ntiles work items per channel group
@@ -562,7 +696,7 @@ struct BwdArgs {
   int64_t B, C, L, Lo, pl;
   int K, s, d, kp;
   int64_t dysb, dysc, dysl, xsb, xsc, xsl, dxsb, dxsc, dxsl;
-  bool dy_vec, x_vec, dx_vec;
+  int dy_vec, x_vec, dx_vec;  // access levels, as in FwdArgs
   bool want_x, want_w, want_b;
   bool fast;
   int items, tile;
@@ -591,60 +725,78 @@ struct DirectArgs {
 // ------------------------------------------------------------------------------------------------
 // Sliding-window convolutions on shared tiles (shared by forward and backward dx)
 // ------------------------------------------------------------------------------------------------
-// CF, run-time taps: acc[i] += sum_{m in [klo, khi)} ws[m] * src[OFF + i + m], i < V, for taps
-// m < nch*V. src is a vector-aligned shared pointer. Taps go in chunks of V; the window holds
-// three vectors and slides by one vector per chunk (one LDS.128 + one broadcast LDS.128 of
-// weights per V*V FMAs). Reads src[0, (nch + 3) * V).
-// One chunk: window = (w0, w1, w2) = vectors c, c+1, c+2 of src; loads w2 first.
-template <typename A, int V, int OFF>
-DW_DEV void cf_conv_chunk(const A* src, const A* ws, int c, int klo, int khi, const A* w0,
-                          const A* w1, A* w2, A* acc) {
-  sload<A, V>(src + (c + 2) * V, w2);
-  A wv[V];
-  sload<A, V>(ws + c * V, wv);
-  const bool full = c * V >= klo && c * V + V <= khi;
+// CF, run-time taps: acc[i] += sum_{m in [klo, khi)} ws[m] * src[OFF + i + m] for i < NOUT
+// (NOUT = M*V outputs), taps m < nch*V. src is a vector-aligned shared pointer. Taps go in chunks of
+// V; the window holds R = M + 2 vectors and slides by one vector per chunk, so each chunk costs one
+// LDS.128 of x and one broadcast LDS.128 of weights for NOUT*V FMAs. The window is a ring unrolled
+// R chunks at a time (indices stay compile-time: no register moves). Chunks wholly inside
+// [klo, khi) skip the per-tap checks. Reads src[0, (nch + R - 1) * V).
+template <typename A, int V, int OFF, int NOUT, int R, int ROT, bool CHECK>
+DW_DEV void cf_conv_chunk(const A (&win)[R][V], const A* wv, int c, int klo, int khi, A* acc) {
 #pragma unroll
   for (int kk = 0; kk < V; ++kk) {
     const int m = c * V + kk;
-    if (full || (m >= klo && m < khi)) {
+    if (!CHECK || (m >= klo && m < khi)) {
 #pragma unroll
-      for (int i = 0; i < V; ++i) {
+      for (int i = 0; i < NOUT; ++i) {
         const int n = OFF + i + kk;  // compile-time after unrolling
-        const A xv = n < V ? w0[n] : (n < 2 * V ? w1[n - V] : w2[n - 2 * V]);
-        acc[i] = dfma(wv[kk], xv, acc[i]);
+        acc[i] = dfma(wv[kk], win[(ROT + n / V) % R][n % V], acc[i]);
       }
     }
   }
 }
 
-template <typename A, int V, int OFF>
-DW_DEV void cf_conv_rt(const A* src, const A* ws, int nch, int klo, int khi, A* acc) {
-  // Three window vectors used as a ring, three chunks per iteration: no register moves.
-  A a[V], b[V], d[V];
-  sload<A, V>(src, a);
-  sload<A, V>(src + V, b);
-  int c = 0;
-  for (; c + 3 <= nch; c += 3) {
-    cf_conv_chunk<A, V, OFF>(src, ws, c, klo, khi, a, b, d, acc);
-    cf_conv_chunk<A, V, OFF>(src, ws, c + 1, klo, khi, b, d, a, acc);
-    cf_conv_chunk<A, V, OFF>(src, ws, c + 2, klo, khi, d, a, b, acc);
+template <typename A, int V, int OFF, int NOUT, int R, int ROT>
+DW_DEV void cf_conv_step(const A* src, const A* ws, int c, int klo, int khi, A (&win)[R][V],
+                         A* acc) {
+  sload<A, V>(src + (c + R - 1) * V, win[(ROT + R - 1) % R]);
+  A wv[V];
+  sload<A, V>(ws + c * V, wv);
+  if (c * V >= klo && c * V + V <= khi) {
+    cf_conv_chunk<A, V, OFF, NOUT, R, ROT, false>(win, wv, c, klo, khi, acc);
+  } else {
+    cf_conv_chunk<A, V, OFF, NOUT, R, ROT, true>(win, wv, c, klo, khi, acc);
   }
-  if (c < nch) cf_conv_chunk<A, V, OFF>(src, ws, c, klo, khi, a, b, d, acc);
-  if (c + 1 < nch) cf_conv_chunk<A, V, OFF>(src, ws, c + 1, klo, khi, b, d, a, acc);
 }
 
-// CF, compile-time K: acc[i] += sum_{k < K_} w[k] * src[OFF + i + k]; the whole window is loaded
-// once. Reads src[0, NW * V) with NW = (OFF + V + K_ - 2) / V + 1.
-template <typename A, int V, int OFF, int K_>
+// Steps c + ROT .. c + END - 1 of the ring (only those below nch).
+template <typename A, int V, int OFF, int NOUT, int R, int ROT, int END>
+DW_DEV void cf_conv_steps(const A* src, const A* ws, int c, int nch, int klo, int khi,
+                          A (&win)[R][V], A* acc) {
+  if constexpr (ROT < END) {
+    if (c + ROT < nch) {
+      cf_conv_step<A, V, OFF, NOUT, R, ROT>(src, ws, c + ROT, klo, khi, win, acc);
+      cf_conv_steps<A, V, OFF, NOUT, R, ROT + 1, END>(src, ws, c, nch, klo, khi, win, acc);
+    }
+  }
+}
+
+template <typename A, int V, int OFF, int NOUT = V>
+DW_DEV void cf_conv_rt(const A* src, const A* ws, int nch, int klo, int khi, A* acc) {
+  static_assert(NOUT % V == 0, "whole vectors of outputs");
+  constexpr int R = NOUT / V + 2;
+  A win[R][V];
+#pragma unroll
+  for (int q = 0; q < R - 1; ++q) sload<A, V>(src + q * V, win[q]);
+  int c = 0;
+  for (; c + R <= nch; c += R) {
+    cf_conv_steps<A, V, OFF, NOUT, R, 0, R>(src, ws, c, nch, klo, khi, win, acc);
+  }
+  cf_conv_steps<A, V, OFF, NOUT, R, 0, R - 1>(src, ws, c, nch, klo, khi, win, acc);
+}
+
+// CF, compile-time K: acc[i] += sum_{k < K_} w[k] * src[OFF + i + k] for i < NOUT outputs; the
+// whole window is loaded once. Reads src[0, NW * V) with NW = (OFF + NOUT + K_ - 2) / V + 1.
+template <typename A, int V, int OFF, int K_, int NOUT = V>
 DW_DEV void cf_conv_ct(const A* src, const A* w, A* acc) {
-  constexpr int NW = (OFF + V - 1 + K_ - 1) / V + 1;
+  constexpr int NW = (OFF + NOUT - 1 + K_ - 1) / V + 1;
   A win[NW * V];
 #pragma unroll
   for (int q = 0; q < NW; ++q) sload<A, V>(src + q * V, win + q * V);
 #pragma unroll
   for (int k = 0; k < K_; ++k) {
 #pragma unroll
-    for (int i = 0; i < V; ++i) acc[i] = dfma(w[k], win[OFF + i + k], acc[i]);
+    for (int i = 0; i < NOUT; ++i) acc[i] = dfma(w[k], win[OFF + i + k], acc[i]);
   }
 }
 
@@ -706,35 +858,45 @@ DW_DEV void cl_conv_ct(const A* src, const A (&w)[K_][V], A (&acc)[V][V]) {
 // CF forward
 // ------------------------------------------------------------------------------------------------
 // Shared layout: xs[nsm * V] | ws[kp] (run-time K only). xs[v] holds x at a0 + v, a0 = j0*s - pl
-// - off (a multiple of V), so output j0 + jl (stride 1) reads xs[jl + off + k].
+// - off (a multiple of N = G*V), so output j0 + jl (stride 1) reads xs[jl + off + k]. Each thread
+// item is NOUT = cf_fwd_item<T>() consecutive outputs (16-byte stores); xw = xs + (off - OFF) with
+// OFF = off mod V, so that every window read is a vector-aligned 16-byte LDS.
 template <typename T, typename W, int K_, int ITEMS, int OFF>
-DW_DEV void cf_fwd_fast(const FwdArgs<T, W>& p, const acc_of<T>* xs, const acc_of<T>* ws,
+DW_DEV void cf_fwd_fast(const FwdArgs<T, W>& p, const acc_of<T>* xw, const acc_of<T>* ws,
                         const acc_of<T>* wr, acc_of<T> bv, T* yrow, int64_t j0) {
   using A = acc_of<T>;
   constexpr int V = vec_of<A>();
+  constexpr int G = gvec_of<T>();
+  constexpr int N = G * V;
+  constexpr int NOUT = cf_fwd_item<T, (K_ > 0)>();
   if constexpr (K_ > 0) {
 #pragma unroll
     for (int it = 0; it < ITEMS; ++it) {
       if (it >= p.items) break;
-      const int jl = (it * kThreads + int(threadIdx.x)) * V;
-      if (j0 + jl >= p.Lo) break;
-      A acc[V];
+      const int jb = it * kThreads * NOUT + int(threadIdx.x) * V;
+      if (j0 + jb >= p.Lo) break;
 #pragma unroll
-      for (int i = 0; i < V; ++i) acc[i] = bv;
-      cf_conv_ct<A, V, OFF, K_>(xs + jl, wr, acc);
-      cf_store<T, A, V>(yrow, j0 + jl, p.Lo, acc, p.y_vec);
+      for (int q = 0; q < G; ++q) {
+        const int jl = jb + q * kThreads * V;
+        A acc[V];
+#pragma unroll
+        for (int i = 0; i < V; ++i) acc[i] = bv;
+        cf_conv_ct<A, V, OFF, K_>(xw + jl, wr, acc);
+        cf_store<T, A, V, 1>(yrow, j0 + jl, p.Lo, acc, p.y_vec);
+      }
     }
   } else {
     const int nch = p.kp / V;
 #pragma unroll 1
     for (int it = 0; it < p.items; ++it) {
-      const int jl = (it * kThreads + int(threadIdx.x)) * V;
+      const int jl = (it * kThreads + int(threadIdx.x)) * NOUT;
       if (j0 + jl >= p.Lo) break;
-      A acc[V];
+      A acc[NOUT];
 #pragma unroll
-      for (int i = 0; i < V; ++i) acc[i] = bv;
-      cf_conv_rt<A, V, OFF>(xs + jl, ws, nch, 0, p.K, acc);
-      cf_store<T, A, V>(yrow, j0 + jl, p.Lo, acc, p.y_vec);
+      for (int i = 0; i < NOUT; ++i) acc[i] = bv;
+      cf_conv_rt<A, V, OFF, NOUT>(xw + jl, ws, nch, 0, p.K, acc);
+#pragma unroll
+      for (int q = 0; q < NOUT; q += N) cf_store<T, A, V, G>(yrow, j0 + jl + q, p.Lo, acc + q, p.y_vec);
     }
   }
 }
@@ -767,21 +929,22 @@ __global__ void __launch_bounds__(kThreads, kCfFwdMinBlocks)
     dw_fwd_cf_kernel(const FwdArgs<T, W> p) {
   using A = acc_of<T>;
   constexpr int V = vec_of<A>();
+  constexpr int G = gvec_of<T>();
   A* xs = smem_base<A>();
   A* ws = xs + p.nsm * V;
   A wr[K_ > 0 ? K_ : 1];
   for (int64_t w = blockIdx.x; w < p.total; w += gridDim.x) {
-    const int64_t row = w / p.ntiles;
+    const int64_t row = udiv(w, p.ntiles);
     const int64_t n = w - row * p.ntiles;
-    const int64_t b = row / p.C;
+    const int64_t b = udiv(row, p.C);
     const int64_t c = row - b * p.C;
     const int64_t j0 = n * p.tile;
-    const int64_t a0 = j0 * p.s - p.pl - p.off;  // multiple of V
+    const int64_t a0 = j0 * p.s - p.pl - p.off;  // multiple of G*V
     __syncthreads();  // the previous tile's readers are done with xs / ws
     {
       const TileSrc<T, A> tx{xs, p.x + b * p.xsb + c * p.xsc, a0, p.L, p.nsm, p.x_vec};
-      const TileSrc<T, A> none{nullptr, nullptr, 0, 0, 0, false};
-      load_tiles<false, T, A, kCfLoadUnroll>(tx, none, 0, 0, 0, 0);
+      const TileSrc<T, A> none{nullptr, nullptr, 0, 0, 0, 0};
+      load_tiles<false, G, T, A, kCfLoadUnroll>(tx, none, 0, 0, 0, 0);
     }
     if constexpr (K_ > 0) {
 #pragma unroll
@@ -793,8 +956,9 @@ __global__ void __launch_bounds__(kThreads, kCfFwdMinBlocks)
     __syncthreads();
     T* yrow = p.y + b * p.ysb + c * p.ysc;
     if (K_ > 0 || p.fast) {
-      with_offset<V>(p.off, [&](auto o) {
-        cf_fwd_fast<T, W, K_, ITEMS, decltype(o)::value>(p, xs, ws, wr, bv, yrow, j0);
+      const A* xw = xs + (p.off & ~(V - 1));
+      with_offset<V>(p.off & (V - 1), [&](auto o) {
+        cf_fwd_fast<T, W, K_, ITEMS, decltype(o)::value>(p, xw, ws, wr, bv, yrow, j0);
       });
     } else if constexpr (K_ == 0) {
       cf_fwd_general<T, W>(p, xs, ws, bv, yrow, j0);
@@ -862,7 +1026,7 @@ DW_DEV void cf_bwd_fast_ct(const BwdArgs<T, W>& p, const acc_of<T>* xs, const ac
 #pragma unroll
       for (int i = 0; i < V; ++i) acc[i] = A(0);
       cf_conv_ct<A, V, OFFD, K_>(dys + jl + qd * V, wflip, acc);
-      cf_store<T, A, V>(dxrow, j0 + jl, p.L, acc, p.dx_vec);
+      cf_store<T, A, V, 1>(dxrow, j0 + jl, p.L, acc, p.dx_vec);
     }
   }
 }
@@ -902,7 +1066,7 @@ DW_DEV void cf_bwd_fast_rt(const BwdArgs<T, W>& p, const acc_of<T>* xs, const ac
 #pragma unroll
       for (int i = 0; i < V; ++i) acc[i] = A(0);
       cf_conv_rt<A, V, OFFD>(dys + jl + qd * V, ws, nch, p.kp - p.K, p.kp, acc);
-      cf_store<T, A, V>(dxrow, j0 + jl, p.L, acc, p.dx_vec);
+      cf_store<T, A, V, 1>(dxrow, j0 + jl, p.L, acc, p.dx_vec);
     }
   }
   if (p.want_w) {
@@ -1021,7 +1185,7 @@ __global__ void __launch_bounds__(kThreads, kCfBwdMinBlocks)
   A dbacc = A(0);
   __syncthreads();
   for (int64_t wi = sidx; wi < p.work; wi += p.split) {
-    const int64_t b = wi / p.ntiles;
+    const int64_t b = udiv(wi, p.ntiles);
     const int64_t n = wi - b * p.ntiles;
     const int64_t j0 = n * p.tile;
     __syncthreads();  // previous tile consumed
@@ -1030,7 +1194,7 @@ __global__ void __launch_bounds__(kThreads, kCfBwdMinBlocks)
                               p.dy_vec};
       const TileSrc<T, A> tx{p.want_w ? xs : nullptr, p.x + b * p.xsb + c * p.xsc,
                              j0 * p.s - p.pl - p.off, p.L, p.nsm_x, p.x_vec};
-      load_tiles<false, T, A, kCfBwdLoadUnroll>(tdy, tx, 0, 0, 0, 0);
+      load_tiles<false, 1, T, A, kCfBwdLoadUnroll>(tdy, tx, 0, 0, 0, 0);
     }
     __syncthreads();
     T* dxrow = p.want_x ? p.dx + b * p.dxsb + c * p.dxsc : nullptr;
@@ -1108,14 +1272,15 @@ __global__ void __launch_bounds__(kThreads, kClFwdMinBlocks)
 #pragma unroll
   for (int e = 0; e < V; ++e) bv[e] = (p.bias && ch0 + e < p.C) ? A(in_cvt(p.bias[ch0 + e])) : A(0);
   for (int64_t wi = sidx; wi < p.total; wi += p.split) {
-    const int64_t b = wi / p.ntiles;
+    const int64_t b = udiv(wi, p.ntiles);
     const int64_t n = wi - b * p.ntiles;
     const int64_t j0 = n * p.tile;
     __syncthreads();  // previous tile consumed (first pass: orders the weight stores)
     {
+      constexpr int G = gvec_of<T>();
       const TileSrc<T, A> tx{xs, p.x + b * p.xsb, j0 * p.s - p.pl, p.L, p.nsm, p.x_vec};
-      const TileSrc<T, A> none{nullptr, nullptr, 0, 0, 0, false};
-      load_tiles<true, T, A, kClLoadUnroll>(tx, none, p.xsl, 0, c0, p.C);
+      const TileSrc<T, A> none{nullptr, nullptr, 0, 0, 0, 0};
+      load_tiles<true, G, T, A, cl_load_unroll<G>(kClLoadUnroll)>(tx, none, p.xsl, 0, c0, p.C);
     }
     __syncthreads();
     T* yb = p.y + b * p.ysb;
@@ -1372,15 +1537,17 @@ __global__ void __launch_bounds__(kThreads, kClBwdMinBlocks)
   for (int e = 0; e < V; ++e) dbacc[e] = A(0);
   __syncthreads();
   for (int64_t wi = sidx; wi < p.work; wi += p.split) {
-    const int64_t b = wi / p.ntiles;
+    const int64_t b = udiv(wi, p.ntiles);
     const int64_t n = wi - b * p.ntiles;
     const int64_t j0 = n * p.tile;
     __syncthreads();
     {
+      constexpr int G = gvec_of<T>();
       const TileSrc<T, A> tdy{dys, p.dy + b * p.dysb, j0 + p.dlo, p.Lo, p.nsm_dy, p.dy_vec};
       const TileSrc<T, A> tx{p.want_w ? xs : nullptr, p.x + b * p.xsb, j0 * p.s - p.pl, p.L,
                              p.nsm_x, p.x_vec};
-      load_tiles<true, T, A, kClBwdLoadUnroll>(tdy, tx, p.dysl, p.xsl, c0, p.C);
+      load_tiles<true, G, T, A, cl_load_unroll<G>(kClBwdLoadUnroll)>(tdy, tx, p.dysl, p.xsl, c0,
+                                                                     p.C);
     }
     __syncthreads();
     T* dxb = p.want_x ? p.dx + b * p.dxsb : nullptr;

@@ -97,6 +97,18 @@ bool cl_vec_ok(const void* p, const Desc3& t) {
   return p != nullptr && ptr_aligned(p, V * sizeof(T)) && t.sb % V == 0 && t.sl % V == 0;
 }
 
+// Access level (kVecGroup / kVecOne / 0, see depthwise_kernels.cuh) for fetch groups of G vectors.
+template <typename T, int V, int G>
+int cf_vec_level(const void* p, const Desc3& t) {
+  if (cf_vec_ok<T, G * V>(p, t)) return kVecGroup;
+  return cf_vec_ok<T, V>(p, t) ? kVecOne : 0;
+}
+template <typename T, int V, int G>
+int cl_vec_level(const void* p, const Desc3& t) {
+  if (cl_vec_ok<T, G * V>(p, t)) return kVecGroup;
+  return cl_vec_ok<T, V>(p, t) ? kVecOne : 0;
+}
+
 inline int64_t smem_limit(const DevInfo& dev, const Tuning& tune) {
   return tune.smem_limit >= 0 ? tune.smem_limit : dev.smem_optin;
 }
@@ -206,30 +218,39 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
   a.fast = fast;
 
   if (path == Path::CF) {
-    const int64_t per_item = int64_t(kThreads) * V;
-    const int items = int(clamp64(ceil_div(pr.Lo, per_item), 1, kCfItemsFwd));
-    const int64_t tile = per_item * items;
-    const int64_t x_ext = std::max(tile + kp + 2 * V, (tile - 1) * pr.s + (pr.K - 1) * d_eff + V);
-    const int64_t nsm = ceil_div(x_ext, V);
-    const int64_t smem = (nsm * V + kp) * int64_t(sizeof(A));
-    if (smem <= limit) {
-      a.x_vec = cf_vec_ok<T, V>(x, xd);
-      a.y_vec = cf_vec_ok<T, V>(y, yd);
+    // Thread items of cf_fwd_item<T, K_ > 0>() outputs; the x tile starts on an N = G*V boundary
+    // (16 bytes of T). Planned per kernel (the item width depends on the K path).
+    constexpr int G = gvec_of<T>();
+    constexpr int64_t N = int64_t(G) * V;
+    bool launched = false;
+    with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
+      constexpr int KC = decltype(kc)::value;
+      const int64_t per_item = int64_t(kThreads) * cf_fwd_item<T, (KC > 0)>();
+      const int items = int(clamp64(ceil_div(pr.Lo, per_item), 1, kCfItemsFwd));
+      const int64_t tile = per_item * items;
+      // Fast paths read up to tile + off + kp + V elements (windows of the last item); the
+      // general path (tile - 1)*s + (K - 1)*d + 1 + off.
+      const int64_t x_ext =
+          std::max(tile + kp + N + V, (tile - 1) * pr.s + (pr.K - 1) * d_eff + N);
+      const int64_t nsm = ceil_div(x_ext, N) * G;
+      const int64_t smem = (nsm * V + kp) * int64_t(sizeof(A));
+      if (smem > limit) return;
+      a.x_vec = cf_vec_level<T, V, G>(x, xd);
+      a.y_vec = cf_vec_level<T, V, G>(y, yd);
       a.items = items;
       a.tile = int(tile);
-      a.off = int(pos_mod(-pr.pl, V));
+      a.off = int(pos_mod(-pr.pl, N));
       a.nsm = int(nsm);
       a.ntiles = ceil_div(pr.Lo, tile);
       a.total = pr.B * pr.C * a.ntiles;
       const int64_t grid = std::min<int64_t>(a.total, tune.max_grid);
-      with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
-        auto kern = &dw_fwd_cf_kernel<T, W, decltype(kc)::value, kCfItemsFwd>;
-        prepare_kernel(kern, smem, dev.device);
-        DW_LAUNCH(kern, grid, size_t(smem), stream, a);
-        DW_CHECK_LAUNCH("dw_fwd_cf_kernel");
-      });
-      return;
-    }
+      auto kern = &dw_fwd_cf_kernel<T, W, KC, kCfItemsFwd>;
+      prepare_kernel(kern, smem, dev.device);
+      DW_LAUNCH(kern, grid, size_t(smem), stream, a);
+      DW_CHECK_LAUNCH("dw_fwd_cf_kernel");
+      launched = true;
+    });
+    if (launched) return;
   } else if (path == Path::CL) {
     const int64_t per_item = int64_t(kClGroups) * V;
     const int items = int(clamp64(ceil_div(pr.Lo, per_item), 1, kClItemsFwd));
@@ -238,8 +259,8 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
     const int64_t smem = (nrows + kp) * kClVecs * V * int64_t(sizeof(A));
     if (smem <= limit) {
       const int64_t groups = ceil_div(pr.C, int64_t(kClVecs) * V);
-      a.x_vec = cl_vec_ok<T, V>(x, xd);
-      a.y_vec = cl_vec_ok<T, V>(y, yd);
+      a.x_vec = cl_vec_level<T, V, gvec_of<T>()>(x, xd);
+      a.y_vec = cl_vec_level<T, V, gvec_of<T>()>(y, yd);
       a.items = items;
       a.tile = int(tile);
       a.off = 0;
@@ -383,9 +404,9 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
     const int64_t nsm_dy = ceil_div(dy_ext, V);
     const int64_t smem = ((nsm_x + nsm_dy) * V + kp + (kp + 1) * kWarps) * int64_t(sizeof(A));
     if (smem <= limit) {
-      a.dy_vec = cf_vec_ok<T, V>(dy, dyd);
-      a.x_vec = cf_vec_ok<T, V>(x, xd);
-      a.dx_vec = want_x && cf_vec_ok<T, V>(dx, dxd);
+      a.dy_vec = cf_vec_level<T, V, 1>(dy, dyd);
+      a.x_vec = cf_vec_level<T, V, 1>(x, xd);
+      a.dx_vec = want_x ? cf_vec_level<T, V, 1>(dx, dxd) : 0;
       a.items = items;
       a.tile = int(tile);
       a.off = int(pos_mod(-pr.pl, V));
@@ -422,9 +443,9 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
     const int64_t smem = (nsm_x + dy_rows + kp + kp + 1) * kClVecs * V * int64_t(sizeof(A));
     if (smem <= limit) {
       const int64_t groups = ceil_div(pr.C, int64_t(kClVecs) * V);
-      a.dy_vec = cl_vec_ok<T, V>(dy, dyd);
-      a.x_vec = cl_vec_ok<T, V>(x, xd);
-      a.dx_vec = want_x && cl_vec_ok<T, V>(dx, dxd);
+      a.dy_vec = cl_vec_level<T, V, gvec_of<T>()>(dy, dyd);
+      a.x_vec = cl_vec_level<T, V, gvec_of<T>()>(x, xd);
+      a.dx_vec = want_x ? cl_vec_level<T, V, gvec_of<T>()>(dx, dxd) : 0;
       a.items = items;
       a.tile = int(tile);
       a.off = 0;

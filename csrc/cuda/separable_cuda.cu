@@ -246,8 +246,8 @@ Tensor separable_conv1d_cuda(const Tensor& x, const Tensor& dw_weight,
   Tensor y = new_activation(xk, g.out_channels, g.out_length, x.scalar_type());
   if (y.numel() == 0) return y;
   check_sizes(g);
-  const Tensor dw = torch::stable::contiguous(dw_weight);
-  const Tensor pw = torch::stable::contiguous(pw_weight);
+  const Tensor dw = torch::stable::contiguous(flat_depthwise_weight(dw_weight));
+  const Tensor pw = torch::stable::contiguous(flat_pointwise_weight(pw_weight));
   const std::optional<Tensor> dwb = contiguous_opt(dw_bias);
   const std::optional<Tensor> pwb = contiguous_opt(pw_bias);
   separable_forward_into(xk, dw, dwb, pw, pwb, g, allow_tf32, y);
@@ -356,8 +356,8 @@ separable_conv1d_backward_cuda(const Tensor& grad_out, const Tensor& x, const Te
 
   const Tensor xk = as_kernel_layout(x);
   const bool cl = is_channels_last(xk);
-  const Tensor dw = torch::stable::contiguous(dw_weight);
-  const Tensor pw = torch::stable::contiguous(pw_weight);
+  const Tensor dw = torch::stable::contiguous(flat_depthwise_weight(dw_weight));
+  const Tensor pw = torch::stable::contiguous(flat_pointwise_weight(pw_weight));
   const std::optional<Tensor> dwb = contiguous_opt(dw_bias);
   const ScalarType wt = pw_weight.scalar_type();
 
@@ -412,7 +412,7 @@ separable_conv1d_backward_cuda(const Tensor& grad_out, const Tensor& x, const Te
       gdb = std::get<2>(res);
     }
   }
-  return {gx, gdw, gdb, gpw, gpb};
+  return {gx, shaped_like(gdw, dw_weight, 1), gdb, shaped_like(gpw, pw_weight, 2), gpb};
 }
 
 }  // namespace

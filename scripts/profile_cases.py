@@ -1,0 +1,86 @@
+"""Run named benchmark cases a few times each, for a profiler (Nsight Compute) to capture.
+
+    ncu --clock-control none -k regex:'dw_|sep_' python3 -P scripts/profile_cases.py dw_fwd_bf16_k3
+
+Each case builds its inputs once and calls the operator `--reps` times (default 2), so
+`ncu --launch-skip` can skip the first (cold) launch. `--list` prints the case names.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+import sepconv1d.functional as F
+
+
+def _dw(dtype, k, cl=False, bwd=False, b=32, c=512, length=8192, padding="same"):
+    def make():
+        if cl:
+            x = torch.randn(b, length, c, device="cuda", dtype=dtype).transpose(1, 2)
+        else:
+            x = torch.randn(b, c, length, device="cuda", dtype=dtype)
+        w = torch.randn(c, k, device="cuda", dtype=dtype)
+        bias = torch.randn(c, device="cuda", dtype=dtype)
+        if not bwd:
+            return lambda: F.depthwise_conv1d(x, w, bias, padding=padding)
+        x.requires_grad_(True)
+        w.requires_grad_(True)
+        bias.requires_grad_(True)
+        y = F.depthwise_conv1d(x, w, bias, padding=padding)
+        dy = torch.randn_like(y)
+        return lambda: torch.autograd.grad(y, (x, w, bias), dy, retain_graph=True)
+
+    return make
+
+
+def _sep(dtype, tf32=True, bwd=False, b=32, cin=256, cout=512, length=4096, k=9):
+    def make():
+        torch.backends.cudnn.allow_tf32 = tf32
+        x = torch.randn(b, cin, length, device="cuda", dtype=dtype, requires_grad=bwd)
+        dw = torch.randn(cin, k, device="cuda", dtype=dtype, requires_grad=bwd)
+        pw = torch.randn(cout, cin, device="cuda", dtype=dtype, requires_grad=bwd) / cin**0.5
+        if not bwd:
+            return lambda: F.separable_conv1d(x, dw, pw, padding="same")
+        y = F.separable_conv1d(x, dw, pw, padding="same")
+        dy = torch.randn_like(y)
+        return lambda: torch.autograd.grad(y, (x, dw, pw), dy, retain_graph=True)
+
+    return make
+
+
+CASES = {
+    "dw_fwd_f32_k3": _dw(torch.float32, 3),
+    "dw_fwd_bf16_k3": _dw(torch.bfloat16, 3),
+    "dw_fwd_bf16_k9": _dw(torch.bfloat16, 9),
+    "dw_bwd_bf16_k9": _dw(torch.bfloat16, 9, bwd=True),
+    "dw_fwd_bf16_cl_k3": _dw(torch.bfloat16, 3, cl=True),
+    "dw_bwd_f32_cl_k9": _dw(torch.float32, 9, cl=True, bwd=True),
+    "dw_fwd_f32_k63": _dw(torch.float32, 63),
+    "dw_fwd_bf16_k63": _dw(torch.bfloat16, 63),
+    "sep_fwd_bf16": _sep(torch.bfloat16),
+    "sep_fwd_tf32": _sep(torch.float32),
+    "sep_bwd_bf16": _sep(torch.bfloat16, bwd=True),
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cases", nargs="*")
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--list", action="store_true")
+    args = ap.parse_args()
+    if args.list or not args.cases:
+        print("\n".join(CASES))
+        return
+    for name in args.cases:
+        fn = CASES[name]()
+        for _ in range(args.reps):
+            fn()
+        torch.cuda.synchronize()
+        print(name, "done", flush=True)
+
+
+if __name__ == "__main__":
+    main()
