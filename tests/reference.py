@@ -88,22 +88,35 @@ def reference_grads(fn, inputs: list, grad_out: torch.Tensor) -> list:
     return [None if t is None else t.grad for t in leaves]
 
 
-def relative_errors(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float]:
+def reference_grad_magnitudes(fn, inputs: list, grad_out: torch.Tensor) -> list:
+    """reference_grads of fn with every input and grad_out replaced by its absolute value.
+
+    The convolutions here are multilinear, so each element bounds the sum of |terms| that the
+    matching gradient element adds up: the scale a floating-point reduction's error is relative to.
+    A gradient that is a small sum of large, cancelling terms is judged against that scale.
+    """
+    return reference_grads(fn, [None if t is None else t.detach().abs() for t in inputs], grad_out.abs())
+
+
+def relative_errors(out: torch.Tensor, ref: torch.Tensor, scale: torch.Tensor | None = None) -> tuple[float, float]:
     out64 = out.detach().to("cpu", torch.float64)
     ref64 = ref.detach().to("cpu", torch.float64)
     diff = out64 - ref64
-    scale_norm = max(ref64.norm().item(), 1e-30)
-    scale_max = max(ref64.abs().max().item(), 1e-30) if ref64.numel() else 1.0
+    s64 = ref64 if scale is None else scale.detach().to("cpu", torch.float64)
+    scale_norm = max(s64.norm().item(), 1e-30)
+    scale_max = max(s64.abs().max().item(), 1e-30) if s64.numel() else 1.0
     max_err = diff.abs().max().item() if diff.numel() else 0.0
     return diff.norm().item() / scale_norm, max_err / scale_max
 
 
-def assert_close_to_reference(out: torch.Tensor, ref: torch.Tensor, tol: float, what: str = "output") -> None:
+def assert_close_to_reference(out: torch.Tensor, ref: torch.Tensor, tol: float, what: str = "output",
+                              scale: torch.Tensor | None = None) -> None:
+    """Error norm within tol of the reference's norm (or of `scale`'s, see reference_grad_magnitudes)."""
     assert out.shape == ref.shape, f"{what}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}"
     assert torch.isfinite(out).all(), f"{what}: non-finite values (unwritten or poisoned elements)"
     if ref.numel() == 0:
         return
-    rel_norm, rel_max = relative_errors(out, ref)
+    rel_norm, rel_max = relative_errors(out, ref, scale)
     assert rel_norm <= tol and rel_max <= 4 * tol, (
         f"{what}: relative error {rel_norm:.3e} (max-element {rel_max:.3e}) over tolerance {tol:.1e}")
 

@@ -10,6 +10,7 @@ from reference import (
     assert_close_to_reference,
     make_activation,
     poison_allocator,
+    reference_grad_magnitudes,
     reference_grads,
     reference_separable,
     tolerance_for,
@@ -101,18 +102,21 @@ def test_backward_matches_reference(device, kernel_size, layout, dtypes):
         inputs = [t for t in (x, dw, dwb, pw, pwb) if t is not None]
         poison_allocator(device, x.numel() * x.element_size())
         grads = dict(zip([id(t) for t in inputs], torch.autograd.grad(out, inputs, grad_out), strict=True))
-        refs = reference_grads(
-            lambda a, b, c, d, e: unfolded_separable(a, b, c, d, e, stride, *pads, dilation),
-            [x, dw, dwb, pw, pwb], grad_out)
+        fn = lambda a, b, c, d, e: unfolded_separable(a, b, c, d, e, stride, *pads, dilation)  # noqa: E731
+        refs = reference_grads(fn, [x, dw, dwb, pw, pwb], grad_out)
+        # With half activations the GPU backward carries dh = pw^T dy in x's precision, as eager
+        # does, and the weight gradients sum dh * x over B*L: judge their error against the sum of
+        # |terms|, not against a result that cancellation can make small.
+        mags = reference_grad_magnitudes(fn, [x, dw, dwb, pw, pwb], grad_out)
         what = f"K={kernel_size} {padding} s={stride} d={dilation} L={length} {cin}->{cout}"
-        for name, t, ref in zip(("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias"), (x, dw, dwb, pw, pwb), refs, strict=True):
+        names = ("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias")
+        for name, t, ref, mag in zip(names, (x, dw, dwb, pw, pwb), refs, mags, strict=True):
             if t is None:
                 continue
             got = grads[id(t)]
             assert got.dtype == t.dtype, name
-            # With half activations the GPU backward carries dh in x's precision, as eager does.
             tol = max(tolerance_for(t.dtype), tolerance_for(xdtype))
-            assert_close_to_reference(got, ref, tol, f"grad {name} {what}")
+            assert_close_to_reference(got, ref, tol, f"grad {name} {what}", scale=mag)
         checked += 1
     assert checked > 0
 
