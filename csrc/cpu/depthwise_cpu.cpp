@@ -57,8 +57,8 @@ void forward_cf(const Tensor& x, const std::vector<T>& w, const std::vector<T>& 
                 const ConvGeometry& g, Tensor& y) {
   const S* xp = static_cast<const S*>(x.const_data_ptr());
   S* yp = static_cast<S*>(y.mutable_data_ptr());
-  const int64_t xsb = x.stride(0), xsc = x.stride(1), xsl = x.stride(2);
-  const int64_t ysb = y.stride(0), ysc = y.stride(1), ysl = y.stride(2);
+  const Strides3 sx = strides_of(x);
+  const Strides3 sy = strides_of(y);
   const int64_t C = g.channels, L = g.length, Lo = g.out_length, K = g.kernel_size;
   const int64_t s = g.stride, d = g.dilation, pl = g.pad_left;
   const int64_t ntiles = ceil_div(Lo, kTileCF);
@@ -73,11 +73,11 @@ void forward_cf(const Tensor& x, const std::vector<T>& w, const std::vector<T>& 
       const int64_t b = row / C, c = row % C;
       const int64_t j0 = jt * kTileCF, n = std::min(kTileCF, Lo - j0);
       const int64_t p0 = j0 * s - pl, W = (n - 1) * s + (K - 1) * d + 1;
-      const S* xrow = xp + b * xsb + c * xsc;
+      const S* xrow = xp + b * sx.b + c * sx.c;
       const T* in;
       bool direct = false;
       if constexpr (std::is_same_v<S, T>) {
-        direct = s == 1 && xsl == 1 && p0 >= 0 && p0 + W <= L;
+        direct = s == 1 && sx.l == 1 && p0 >= 0 && p0 + W <= L;
         if (direct) in = reinterpret_cast<const T*>(xrow + p0);
       }
       if (direct) {
@@ -85,22 +85,22 @@ void forward_cf(const Tensor& x, const std::vector<T>& w, const std::vector<T>& 
       } else {
         const int64_t PL = ceil_div(W, s);
         ensure_size(xbuf, s * PL);
-        load_row_phases(xrow, xsl, L, p0, s, PL, xbuf.data());
+        load_row_phases(xrow, sx.l, L, p0, s, PL, xbuf.data());
         phase_offsets(K, s, d, PL, offs.data());
         in = xbuf.data();
       }
-      S* yrow = yp + b * ysb + c * ysc + j0 * ysl;
+      S* yrow = yp + b * sy.b + c * sy.c + j0 * sy.l;
       const int64_t* offp = offs.data();
       const T* wc = w.data() + c * K;
       if constexpr (std::is_same_v<S, T>) {
-        if (ysl == 1) {
+        if (sy.l == 1) {
           isa_call<CorrOp<T, KT>>(in, offp, wc, K, bias[c], reinterpret_cast<T*>(yrow), n);
           continue;
         }
       }
       ensure_size(obuf, n);
       isa_call<CorrOp<T, KT>>(in, offp, wc, K, bias[c], obuf.data(), n);
-      store_row(static_cast<const T*>(obuf.data()), yrow, ysl, n);
+      store_row(static_cast<const T*>(obuf.data()), yrow, sy.l, n);
     }
   });
 }
@@ -111,8 +111,8 @@ void forward_cl(const Tensor& x, const std::vector<T>& wT, const std::vector<T>&
                 const ConvGeometry& g, Tensor& y) {
   const S* xp = static_cast<const S*>(x.const_data_ptr());
   S* yp = static_cast<S*>(y.mutable_data_ptr());
-  const int64_t xsb = x.stride(0), xsc = x.stride(1), xsl = x.stride(2);
-  const int64_t ysb = y.stride(0), ysc = y.stride(1), ysl = y.stride(2);
+  const Strides3 sx = strides_of(x);
+  const Strides3 sy = strides_of(y);
   const int64_t C = g.channels, L = g.length, Lo = g.out_length, K = g.kernel_size;
   const int64_t s = g.stride, d = g.dilation, pl = g.pad_left;
   const int64_t Cp = round_up(C, kChanAlign);
@@ -132,22 +132,22 @@ void forward_cl(const Tensor& x, const std::vector<T>& wT, const std::vector<T>&
       const T* wp = nullptr;
       int64_t ldw = cw;
       if constexpr (std::is_same_v<S, T>) {
-        if (cb == cw && xsc == 1 && p0 >= 0 && p0 + W <= L) {
-          wp = reinterpret_cast<const T*>(xp + b * xsb + p0 * xsl + c0);
-          ldw = xsl;
+        if (cb == cw && sx.c == 1 && p0 >= 0 && p0 + W <= L) {
+          wp = reinterpret_cast<const T*>(xp + b * sx.b + p0 * sx.l + c0);
+          ldw = sx.l;
         }
       }
       if (!wp) {
         ensure_size(win, W * cw);
-        load_window_cl(xp + b * xsb + c0 * xsc, xsl, xsc, L, p0, W, cb, win.data(), cw);
+        load_window_cl(xp + b * sx.b + c0 * sx.c, sx.l, sx.c, L, p0, W, cb, win.data(), cw);
         wp = win.data();
       }
       T* out = nullptr;
       int64_t ldo = cw;
       if constexpr (std::is_same_v<S, T>) {
-        if (cb == cw && ysc == 1) {
-          out = reinterpret_cast<T*>(yp + b * ysb + j0 * ysl + c0);
-          ldo = ysl;
+        if (cb == cw && sy.c == 1) {
+          out = reinterpret_cast<T*>(yp + b * sy.b + j0 * sy.l + c0);
+          ldo = sy.l;
         }
       }
       const bool buffered = out == nullptr;
@@ -160,7 +160,7 @@ void forward_cl(const Tensor& x, const std::vector<T>& wT, const std::vector<T>&
       if (buffered) {
         for (int64_t j = 0; j < n; ++j) {
           store_row(static_cast<const T*>(obuf.data() + j * cw),
-                    yp + b * ysb + (j0 + j) * ysl + c0 * ysc, ysc, cb);
+                    yp + b * sy.b + (j0 + j) * sy.l + c0 * sy.c, sy.c, cb);
         }
       }
     }
@@ -182,10 +182,9 @@ void backward_cf(const Tensor& dy, const Tensor& x, const std::vector<T>& w, con
   const S* xp = static_cast<const S*>(x.const_data_ptr());
   const S* gp = static_cast<const S*>(dy.const_data_ptr());
   S* dxp = dx ? static_cast<S*>(dx->mutable_data_ptr()) : nullptr;
-  const int64_t xsb = x.stride(0), xsc = x.stride(1), xsl = x.stride(2);
-  const int64_t gsb = dy.stride(0), gsc = dy.stride(1), gsl = dy.stride(2);
-  const int64_t dsb = dx ? dx->stride(0) : 0, dsc = dx ? dx->stride(1) : 0,
-                dsl = dx ? dx->stride(2) : 0;
+  const Strides3 sx = strides_of(x);
+  const Strides3 sg = strides_of(dy);
+  const Strides3 sd = dx ? strides_of(*dx) : Strides3{0, 0, 0};
   const int64_t C = g.channels, L = g.length, Lo = g.out_length, K = g.kernel_size;
   const int64_t s = g.stride, d = g.dilation, pl = g.pad_left;
   const int64_t units = g.batch * ntiles;
@@ -207,23 +206,23 @@ void backward_cf(const Tensor& dy, const Tensor& x, const std::vector<T>& w, con
         const TileSpan sp = tile_span(jt, ntiles, j0, j1, g, need.x);
         const int64_t nd = sp.jb1 - sp.jb0;
         // grad_out rows [jb0, jb1), zero outside [0, Lo)
-        const S* grow = gp + b * gsb + c * gsc;
+        const S* grow = gp + b * sg.b + c * sg.c;
         const T* gv = nullptr;
         if constexpr (std::is_same_v<S, T>) {
-          if (gsl == 1 && sp.jb0 >= 0 && sp.jb1 <= Lo) gv = reinterpret_cast<const T*>(grow + sp.jb0);
+          if (sg.l == 1 && sp.jb0 >= 0 && sp.jb1 <= Lo) gv = reinterpret_cast<const T*>(grow + sp.jb0);
         }
         if (!gv) {
           ensure_size(gbuf, nd);
-          load_row_phases(grow, gsl, Lo, sp.jb0, 1, nd, gbuf.data());
+          load_row_phases(grow, sg.l, Lo, sp.jb0, 1, nd, gbuf.data());
           gv = gbuf.data();
         }
         const T* gown = gv + (j0 - sp.jb0);
         if (need.w) {
           const int64_t p0 = j0 * s - pl, W = (n - 1) * s + (K - 1) * d + 1;
-          const S* xrow = xp + b * xsb + c * xsc;
+          const S* xrow = xp + b * sx.b + c * sx.c;
           const T* in = nullptr;
           if constexpr (std::is_same_v<S, T>) {
-            if (s == 1 && xsl == 1 && p0 >= 0 && p0 + W <= L) {
+            if (s == 1 && sx.l == 1 && p0 >= 0 && p0 + W <= L) {
               in = reinterpret_cast<const T*>(xrow + p0);
               for (int64_t k = 0; k < K; ++k) offs[k] = k * d;
             }
@@ -231,7 +230,7 @@ void backward_cf(const Tensor& dy, const Tensor& x, const std::vector<T>& w, con
           if (!in) {
             const int64_t PL = ceil_div(W, s);
             ensure_size(xbuf, s * PL);
-            load_row_phases(xrow, xsl, L, p0, s, PL, xbuf.data());
+            load_row_phases(xrow, sx.l, L, p0, s, PL, xbuf.data());
             phase_offsets(K, s, d, PL, offs.data());
             in = xbuf.data();
           }
@@ -240,10 +239,10 @@ void backward_cf(const Tensor& dy, const Tensor& x, const std::vector<T>& w, con
         if (need.b) isa_call<SumOp<T>>(gown, n, accb);
         if (need.x && sp.T1 > sp.T0) {
           const int64_t nt = sp.T1 - sp.T0;
-          S* drow = dxp + b * dsb + c * dsc + sp.i0 * dsl;
+          S* drow = dxp + b * sd.b + c * sd.c + sp.i0 * sd.l;
           T* out = nullptr;
           if constexpr (std::is_same_v<S, T>) {
-            if (dsl == 1) out = reinterpret_cast<T*>(drow);
+            if (sd.l == 1) out = reinterpret_cast<T*>(drow);
           }
           const bool buffered = out == nullptr;
           if (buffered) {
@@ -251,7 +250,7 @@ void backward_cf(const Tensor& dy, const Tensor& x, const std::vector<T>& w, con
             out = dxbuf.data();
           }
           row_input_grad<T, KT>(gv, sp.jb0, wc, K, s, d, sp.T0, sp.T1, out, scratch);
-          if (buffered) store_row(static_cast<const T*>(dxbuf.data()), drow, dsl, nt);
+          if (buffered) store_row(static_cast<const T*>(dxbuf.data()), drow, sd.l, nt);
         }
       }
     }
@@ -266,10 +265,9 @@ void backward_cl(const Tensor& dy, const Tensor& x, const std::vector<T>& wT, co
   const S* xp = static_cast<const S*>(x.const_data_ptr());
   const S* gp = static_cast<const S*>(dy.const_data_ptr());
   S* dxp = dx ? static_cast<S*>(dx->mutable_data_ptr()) : nullptr;
-  const int64_t xsb = x.stride(0), xsc = x.stride(1), xsl = x.stride(2);
-  const int64_t gsb = dy.stride(0), gsc = dy.stride(1), gsl = dy.stride(2);
-  const int64_t dsb = dx ? dx->stride(0) : 0, dsc = dx ? dx->stride(1) : 0,
-                dsl = dx ? dx->stride(2) : 0;
+  const Strides3 sx = strides_of(x);
+  const Strides3 sg = strides_of(dy);
+  const Strides3 sd = dx ? strides_of(*dx) : Strides3{0, 0, 0};
   const int64_t C = g.channels, L = g.length, Lo = g.out_length, K = g.kernel_size;
   const int64_t s = g.stride, d = g.dilation, pl = g.pad_left;
   const int64_t Cp = round_up(C, kChanAlign);
@@ -296,14 +294,14 @@ void backward_cl(const Tensor& dy, const Tensor& x, const std::vector<T>& wT, co
         const T* gv = nullptr;
         int64_t ldd = cw;
         if constexpr (std::is_same_v<S, T>) {
-          if (cb == cw && gsc == 1 && sp.jb0 >= 0 && sp.jb1 <= Lo) {
-            gv = reinterpret_cast<const T*>(gp + b * gsb + sp.jb0 * gsl + c0);
-            ldd = gsl;
+          if (cb == cw && sg.c == 1 && sp.jb0 >= 0 && sp.jb1 <= Lo) {
+            gv = reinterpret_cast<const T*>(gp + b * sg.b + sp.jb0 * sg.l + c0);
+            ldd = sg.l;
           }
         }
         if (!gv) {
           ensure_size(gwin, nd * cw);
-          load_window_cl(gp + b * gsb + c0 * gsc, gsl, gsc, Lo, sp.jb0, nd, cb, gwin.data(), cw);
+          load_window_cl(gp + b * sg.b + c0 * sg.c, sg.l, sg.c, Lo, sp.jb0, nd, cb, gwin.data(), cw);
           gv = gwin.data();
         }
         const T* gown = gv + (j0 - sp.jb0) * ldd;
@@ -313,14 +311,14 @@ void backward_cl(const Tensor& dy, const Tensor& x, const std::vector<T>& wT, co
           {
             const int64_t p0 = j0 * s - pl, W = (n - 1) * s + (K - 1) * d + 1;
             if constexpr (std::is_same_v<S, T>) {
-              if (cb == cw && xsc == 1 && p0 >= 0 && p0 + W <= L) {
-                wp = reinterpret_cast<const T*>(xp + b * xsb + p0 * xsl + c0);
-                ldw = xsl;
+              if (cb == cw && sx.c == 1 && p0 >= 0 && p0 + W <= L) {
+                wp = reinterpret_cast<const T*>(xp + b * sx.b + p0 * sx.l + c0);
+                ldw = sx.l;
               }
             }
             if (!wp) {
               ensure_size(win, W * cw);
-              load_window_cl(xp + b * xsb + c0 * xsc, xsl, xsc, L, p0, W, cb, win.data(), cw);
+              load_window_cl(xp + b * sx.b + c0 * sx.c, sx.l, sx.c, L, p0, W, cb, win.data(), cw);
               wp = win.data();
             }
           }
@@ -336,13 +334,13 @@ void backward_cl(const Tensor& dy, const Tensor& x, const std::vector<T>& wT, co
         }
         if (need.x && sp.T1 > sp.T0) {
           const int64_t nt = sp.T1 - sp.T0;
-          S* dbase = dxp + b * dsb + sp.i0 * dsl + c0 * dsc;
+          S* dbase = dxp + b * sd.b + sp.i0 * sd.l + c0 * sd.c;
           T* out = nullptr;
           int64_t ldo = cw;
           if constexpr (std::is_same_v<S, T>) {
-            if (cb == cw && dsc == 1) {
+            if (cb == cw && sd.c == 1) {
               out = reinterpret_cast<T*>(dbase);
-              ldo = dsl;
+              ldo = sd.l;
             }
           }
           const bool buffered = out == nullptr;
@@ -360,7 +358,7 @@ void backward_cl(const Tensor& dy, const Tensor& x, const std::vector<T>& wT, co
           }
           if (buffered) {
             for (int64_t r = 0; r < nt; ++r) {
-              store_row(static_cast<const T*>(dxbuf.data() + r * cw), dbase + r * dsl, dsc, cb);
+              store_row(static_cast<const T*>(dxbuf.data() + r * cw), dbase + r * sd.l, sd.c, cb);
             }
           }
         }

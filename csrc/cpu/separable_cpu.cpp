@@ -103,8 +103,8 @@ void forward_tiles(const Tensor& x, const std::vector<T>& dwc, const std::vector
                    const std::vector<T>& bias_o, const ConvGeometry& g, Tensor& y) {
   const S* xp = static_cast<const S*>(x.const_data_ptr());
   S* yp = static_cast<S*>(y.mutable_data_ptr());
-  const int64_t xsb = x.stride(0), xsc = x.stride(1), xsl = x.stride(2);
-  const int64_t ysb = y.stride(0), ysc = y.stride(1), ysl = y.stride(2);
+  const Strides3 sx = strides_of(x);
+  const Strides3 sy = strides_of(y);
   const int64_t Cin = g.channels, Cout = g.out_channels, L = g.length, Lo = g.out_length;
   const int64_t K = g.kernel_size, s = g.stride, d = g.dilation, pl = g.pad_left;
   const bool cl = is_channels_last(x);
@@ -125,23 +125,23 @@ void forward_tiles(const Tensor& x, const std::vector<T>& dwc, const std::vector
       const int64_t p0 = j0 * s - pl, W = (n - 1) * s + (K - 1) * d + 1;
       const int64_t PL = ceil_div(W, s), rowlen = s * PL;
       bool direct = false;
-      if constexpr (std::is_same_v<S, T>) direct = !cl && s == 1 && xsl == 1 && p0 >= 0 && p0 + W <= L;
+      if constexpr (std::is_same_v<S, T>) direct = !cl && s == 1 && sx.l == 1 && p0 >= 0 && p0 + W <= L;
       if (direct) {
         for (int64_t k = 0; k < K; ++k) offs[k] = k * d;
       } else {
         phase_offsets(K, s, d, PL, offs.data());
         ensure_size(xb, Cin * rowlen);
-        load_x_window(xp + b * xsb, xsc, xsl, cl, Cin, L, p0, s, PL, xb.data(), rowt);
+        load_x_window(xp + b * sx.b, sx.c, sx.l, cl, Cin, L, p0, s, PL, xb.data(), rowt);
       }
       for (int64_t c = 0; c < Cin; ++c) {
-        const T* in = direct ? reinterpret_cast<const T*>(xp + b * xsb + c * xsc + p0)
+        const T* in = direct ? reinterpret_cast<const T*>(xp + b * sx.b + c * sx.c + p0)
                              : static_cast<const T*>(xb.data() + c * rowlen);
         isa_call<CorrOp<T, KT>>(in, static_cast<const int64_t*>(offs.data()), dwc.data() + c * K, K,
                                 T(0), H.data() + c * TLp, n);
       }
       isa_call<GemmOp<T>>(Cout, n, Cin, pwp.data(), static_cast<const T*>(H.data()), TLp, Y.data(),
                           TLp, bias_o.data(), false);
-      store_tile(static_cast<const T*>(Y.data()), TLp, Cout, n, yp + b * ysb + j0 * ysl, ysc, ysl, cl,
+      store_tile(static_cast<const T*>(Y.data()), TLp, Cout, n, yp + b * sy.b + j0 * sy.l, sy.c, sy.l, cl,
                  rowt);
     }
   });
@@ -183,10 +183,9 @@ void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc
   const S* xp = static_cast<const S*>(x.const_data_ptr());
   const S* gp = static_cast<const S*>(dy.const_data_ptr());
   S* dxp = dx ? static_cast<S*>(dx->mutable_data_ptr()) : nullptr;
-  const int64_t xsb = x.stride(0), xsc = x.stride(1), xsl = x.stride(2);
-  const int64_t gsb = dy.stride(0), gsc = dy.stride(1), gsl = dy.stride(2);
-  const int64_t dsb = dx ? dx->stride(0) : 0, dsc = dx ? dx->stride(1) : 0,
-                dsl = dx ? dx->stride(2) : 0;
+  const Strides3 sx = strides_of(x);
+  const Strides3 sg = strides_of(dy);
+  const Strides3 sd = dx ? strides_of(*dx) : Strides3{0, 0, 0};
   const int64_t Cin = g.channels, Cout = g.out_channels, L = g.length, Lo = g.out_length;
   const int64_t K = g.kernel_size, s = g.stride, d = g.dilation, pl = g.pad_left;
   const bool cl = is_channels_last(x);
@@ -220,7 +219,7 @@ void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc
         const int64_t nd = sp.jb1 - sp.jb0, ndp = gemm_ld(nd);
         const int64_t own = j0 - sp.jb0;
         ensure_size(DY, std::max<int64_t>(Cout, 1) * ndp);
-        load_dy_tile(gp + b * gsb, gsc, gsl, cl, Cout, Lo, sp.jb0, nd, DY.data(), ndp, rowt);
+        load_dy_tile(gp + b * sg.b, sg.c, sg.l, cl, Cout, Lo, sp.jb0, nd, DY.data(), ndp, rowt);
         if (dys) {
           for (int64_t o = 0; o < Cout; ++o) {
             isa_call<SumOp<T>>(static_cast<const T*>(DY.data() + o * ndp + own), n, dys + o);
@@ -232,18 +231,18 @@ void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc
         bool direct = false;
         if (need.pw || need.dww) {
           if constexpr (std::is_same_v<S, T>) {
-            direct = !cl && s == 1 && xsl == 1 && p0 >= 0 && p0 + W <= L;
+            direct = !cl && s == 1 && sx.l == 1 && p0 >= 0 && p0 + W <= L;
           }
           if (direct) {
             for (int64_t k = 0; k < K; ++k) offs[k] = k * d;
           } else {
             phase_offsets(K, s, d, PL, offs.data());
             ensure_size(xb, Cin * rowlen);
-            load_x_window(xp + b * xsb, xsc, xsl, cl, Cin, L, p0, s, PL, xb.data(), rowt);
+            load_x_window(xp + b * sx.b, sx.c, sx.l, cl, Cin, L, p0, s, PL, xb.data(), rowt);
           }
         }
         auto x_in = [&](int64_t c) -> const T* {
-          return direct ? reinterpret_cast<const T*>(xp + b * xsb + c * xsc + p0)
+          return direct ? reinterpret_cast<const T*>(xp + b * sx.b + c * sx.c + p0)
                         : static_cast<const T*>(xb.data() + c * rowlen);
         };
         if (need.pw) {
@@ -274,7 +273,7 @@ void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc
           const bool do_x = need.x && nt > 0;
           const int64_t ntp = round_up(std::max<int64_t>(nt, 1), 16);
           bool dx_direct = false;
-          if constexpr (std::is_same_v<S, T>) dx_direct = !cl && dsl == 1;
+          if constexpr (std::is_same_v<S, T>) dx_direct = !cl && sd.l == 1;
           if (do_x && !dx_direct) ensure_size(dxt, Cin * ntp);
           for (int64_t c = 0; c < Cin; ++c) {
             const T* dh = DH.data() + c * ndp;
@@ -283,15 +282,15 @@ void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc
                                          K, dww + c * K);
             }
             if (do_x) {
-              T* out = dx_direct ? reinterpret_cast<T*>(dxp + b * dsb + c * dsc + sp.i0 * dsl)
+              T* out = dx_direct ? reinterpret_cast<T*>(dxp + b * sd.b + c * sd.c + sp.i0 * sd.l)
                                  : dxt.data() + c * ntp;
               row_input_grad<T, KT>(dh, sp.jb0, dwc.data() + c * K, K, s, d, sp.T0, sp.T1, out,
                                     scratch);
             }
           }
           if (do_x && !dx_direct) {
-            store_tile(static_cast<const T*>(dxt.data()), ntp, Cin, nt, dxp + b * dsb + sp.i0 * dsl,
-                       dsc, dsl, cl, rowt);
+            store_tile(static_cast<const T*>(dxt.data()), ntp, Cin, nt, dxp + b * sd.b + sp.i0 * sd.l,
+                       sd.c, sd.l, cl, rowt);
           }
         }
       }
