@@ -87,21 +87,21 @@ def _check_weight_dtype(name: str, w: torch.Tensor, x: torch.Tensor) -> None:
     )
 
 
+def _check_weight_rank(weight, name: str, unit_dim: int, shape_2d: str, shape_3d: str) -> None:
+    """A 2-D weight, or nn.Conv1d's 3-D one with size 1 at unit_dim; both go to the ops as they are."""
+    if not isinstance(weight, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(weight).__name__}")
+    if not (weight.dim() == 2 or (weight.dim() == 3 and weight.shape[unit_dim] == 1)):
+        raise ValueError(f"{name} must have shape {shape_2d} or {shape_3d}, got {tuple(weight.shape)}")
+
+
 def check_depthwise_weight(weight, channels, name: str = "weight") -> int:
     """Accept (C, K) or nn.Conv1d's (C, 1, K) as they are; return K.
 
     The ops take both shapes, so nn.Conv1d-style parameters go in as they are: no view op in a
     traced graph, and gradients come back in the parameter's shape.
     """
-    if not isinstance(weight, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(weight).__name__}")
-    if weight.dim() == 3:
-        if weight.shape[1] != 1:
-            raise ValueError(f"{name} must have shape (channels, 1, kernel_size) or (channels, kernel_size), "
-                             f"got {tuple(weight.shape)}")
-    elif weight.dim() != 2:
-        raise ValueError(f"{name} must have shape (channels, kernel_size) or (channels, 1, kernel_size), "
-                         f"got {tuple(weight.shape)}")
+    _check_weight_rank(weight, name, 1, "(channels, kernel_size)", "(channels, 1, kernel_size)")
     if weight.shape[0] != channels:
         raise ValueError(f"{name} has {weight.shape[0]} channels but x has {channels}")
     if weight.shape[-1] < 1:
@@ -111,18 +111,10 @@ def check_depthwise_weight(weight, channels, name: str = "weight") -> int:
 
 def check_pointwise_weight(weight, in_channels, name: str = "pw_weight") -> None:
     """Accept (Cout, Cin) or nn.Conv1d's (Cout, Cin, 1) as they are (see check_depthwise_weight)."""
-    if not isinstance(weight, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(weight).__name__}")
-    if weight.dim() == 3:
-        if weight.shape[2] != 1:
-            raise ValueError(f"{name} must have shape (out_channels, in_channels, 1) or "
-                             f"(out_channels, in_channels), got {tuple(weight.shape)}")
-    elif weight.dim() != 2:
-        raise ValueError(f"{name} must have shape (out_channels, in_channels={in_channels}), "
-                         f"got {tuple(weight.shape)}")
+    shape_2d = f"(out_channels, in_channels={in_channels})"
+    _check_weight_rank(weight, name, 2, shape_2d, f"(out_channels, in_channels={in_channels}, 1)")
     if weight.shape[1] != in_channels or weight.shape[0] < 1:
-        raise ValueError(f"{name} must have shape (out_channels, in_channels={in_channels}), "
-                         f"got {tuple(weight.shape)}")
+        raise ValueError(f"{name} must have shape {shape_2d}, got {tuple(weight.shape)}")
 
 
 def check_bias(name: str, bias, channels, weight: torch.Tensor, x: torch.Tensor):

@@ -134,5 +134,10 @@ def poison_allocator(device: str, nbytes: int) -> None:
         del t
 
 
+def dtype_pair_id(pair) -> str:
+    """pytest id of an (x dtype, weight dtype) pair, e.g. 'xbfloat16-wfloat32'."""
+    return f"x{str(pair[0])[6:]}-w{str(pair[1])[6:]}"
+
+
 def tolerance_for(dtype: torch.dtype) -> float:
     return TOLERANCE[dtype]

@@ -7,6 +7,7 @@ import torch
 from reference import (
     LAYOUTS,
     assert_close_to_reference,
+    dtype_pair_id,
     make_activation,
     poison_allocator,
     reference_depthwise,
@@ -32,10 +33,6 @@ DTYPES = [
 ]
 
 
-def _dtype_id(p):
-    return f"x{str(p[0])[6:]}-w{str(p[1])[6:]}"
-
-
 def _cases(kernel_size, padding, lengths):
     """Valid (stride, dilation, length, pad_left, pad_right) combinations for this K and padding."""
     for stride, dilation in STRIDE_DILATION:
@@ -54,7 +51,7 @@ def _params(channels, kernel_size, wdtype, device, with_bias):
     return weight, bias
 
 
-@pytest.mark.parametrize("dtypes", DTYPES, ids=_dtype_id)
+@pytest.mark.parametrize("dtypes", DTYPES, ids=dtype_pair_id)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("padding", PADDINGS, ids=str)
 @pytest.mark.parametrize("kernel_size", KERNEL_SIZES)
@@ -77,7 +74,7 @@ def test_forward_matches_reference(device, kernel_size, padding, layout, dtypes)
     assert checked > 0
 
 
-@pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[1], DTYPES[4]], ids=_dtype_id)
+@pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[1], DTYPES[4]], ids=dtype_pair_id)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("padding", PADDINGS, ids=str)
 @pytest.mark.parametrize("kernel_size", KERNEL_SIZES)

@@ -8,6 +8,7 @@ from reference import (
     LAYOUTS,
     TF32_TOLERANCE,
     assert_close_to_reference,
+    dtype_pair_id,
     make_activation,
     poison_allocator,
     reference_grad_magnitudes,
@@ -34,10 +35,6 @@ DTYPES = [
 ]
 
 
-def _dtype_id(p):
-    return f"x{str(p[0])[6:]}-w{str(p[1])[6:]}"
-
-
 def _weights(cin, cout, kernel_size, wdtype, device, dw_bias, pw_bias):
     def rnd(*shape, scale=1.0):
         return (torch.randn(*shape, dtype=torch.float64) * scale).to(device, wdtype)
@@ -55,7 +52,7 @@ def _valid(length, kernel_size, padding, stride, dilation):
     return left, right
 
 
-@pytest.mark.parametrize("dtypes", DTYPES, ids=_dtype_id)
+@pytest.mark.parametrize("dtypes", DTYPES, ids=dtype_pair_id)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("kernel_size", KERNEL_SIZES)
 def test_forward_matches_reference(device, kernel_size, layout, dtypes):
@@ -79,7 +76,7 @@ def test_forward_matches_reference(device, kernel_size, layout, dtypes):
     assert checked > 0
 
 
-@pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[1], DTYPES[4]], ids=_dtype_id)
+@pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[1], DTYPES[4]], ids=dtype_pair_id)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("kernel_size", [1, 3, 4, 9, 31])
 def test_backward_matches_reference(device, kernel_size, layout, dtypes):
