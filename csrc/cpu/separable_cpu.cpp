@@ -36,14 +36,15 @@ int64_t separable_tile(int64_t cin, int64_t cout, int64_t halo = 0) {
   return std::max(tl, std::min<int64_t>(1024, round_up(2 * halo, kNPad)));
 }
 
-// Loads the x window of all channels of batch b in phase layout: buf[c*rowlen + ph*PL + i] holds
-// position p0 + ph + s*i (rowlen = s*PL), zero outside [0, L).
+// Loads a window of all channels of batch b in phase layout: buf[c*ld + ph*PL + i] holds position
+// p0 + ph + s*i (ld >= s*PL), zero outside [0, L). Used for x windows (ld = s*PL) and, with s = 1,
+// for grad_out tiles.
 template <typename S, typename T>
-void load_x_window(const S* xb, int64_t xsc, int64_t xsl, bool cl, int64_t C, int64_t L, int64_t p0,
-                   int64_t s, int64_t PL, T* buf, std::vector<T>& rowt) {
+void load_window(const S* xb, int64_t xsc, int64_t xsl, bool cl, int64_t C, int64_t L, int64_t p0,
+                 int64_t s, int64_t PL, T* buf, int64_t ld, std::vector<T>& rowt) {
   const int64_t rowlen = s * PL;
   if (!cl) {
-    for (int64_t c = 0; c < C; ++c) load_row_phases(xb + c * xsc, xsl, L, p0, s, PL, buf + c * rowlen);
+    for (int64_t c = 0; c < C; ++c) load_row_phases(xb + c * xsc, xsl, L, p0, s, PL, buf + c * ld);
     return;
   }
   ensure_size(rowt, C);
@@ -51,31 +52,10 @@ void load_x_window(const S* xb, int64_t xsc, int64_t xsl, bool cl, int64_t C, in
     const int64_t pos = p0 + r;
     const int64_t idx = (r % s) * PL + r / s;
     if (pos < 0 || pos >= L) {
-      for (int64_t c = 0; c < C; ++c) buf[c * rowlen + idx] = T(0);
+      for (int64_t c = 0; c < C; ++c) buf[c * ld + idx] = T(0);
     } else {
       load_row(xb + pos * xsl, xsc, rowt.data(), C);
-      for (int64_t c = 0; c < C; ++c) buf[c * rowlen + idx] = rowt[c];
-    }
-  }
-}
-
-// Loads grad_out rows [j0, j0 + nd) of batch b for every channel into buf[o*ld + m], zero outside
-// [0, Lo).
-template <typename S, typename T>
-void load_dy_tile(const S* gb, int64_t gsc, int64_t gsl, bool cl, int64_t Co, int64_t Lo, int64_t j0,
-                  int64_t nd, T* buf, int64_t ld, std::vector<T>& rowt) {
-  if (!cl) {
-    for (int64_t o = 0; o < Co; ++o) load_row_phases(gb + o * gsc, gsl, Lo, j0, 1, nd, buf + o * ld);
-    return;
-  }
-  ensure_size(rowt, Co);
-  for (int64_t m = 0; m < nd; ++m) {
-    const int64_t j = j0 + m;
-    if (j < 0 || j >= Lo) {
-      for (int64_t o = 0; o < Co; ++o) buf[o * ld + m] = T(0);
-    } else {
-      load_row(gb + j * gsl, gsc, rowt.data(), Co);
-      for (int64_t o = 0; o < Co; ++o) buf[o * ld + m] = rowt[o];
+      for (int64_t c = 0; c < C; ++c) buf[c * ld + idx] = rowt[c];
     }
   }
 }
@@ -131,7 +111,7 @@ void forward_tiles(const Tensor& x, const std::vector<T>& dwc, const std::vector
       } else {
         phase_offsets(K, s, d, PL, offs.data());
         ensure_size(xb, Cin * rowlen);
-        load_x_window(xp + b * sx.b, sx.c, sx.l, cl, Cin, L, p0, s, PL, xb.data(), rowt);
+        load_window(xp + b * sx.b, sx.c, sx.l, cl, Cin, L, p0, s, PL, xb.data(), rowlen, rowt);
       }
       for (int64_t c = 0; c < Cin; ++c) {
         const T* in = direct ? reinterpret_cast<const T*>(xp + b * sx.b + c * sx.c + p0)
@@ -219,7 +199,7 @@ void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc
         const int64_t nd = sp.jb1 - sp.jb0, ndp = gemm_ld(nd);
         const int64_t own = j0 - sp.jb0;
         ensure_size(DY, std::max<int64_t>(Cout, 1) * ndp);
-        load_dy_tile(gp + b * sg.b, sg.c, sg.l, cl, Cout, Lo, sp.jb0, nd, DY.data(), ndp, rowt);
+        load_window(gp + b * sg.b, sg.c, sg.l, cl, Cout, Lo, sp.jb0, 1, nd, DY.data(), ndp, rowt);
         if (dys) {
           for (int64_t o = 0; o < Cout; ++o) {
             isa_call<SumOp<T>>(static_cast<const T*>(DY.data() + o * ndp + own), n, dys + o);
@@ -238,7 +218,7 @@ void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc
           } else {
             phase_offsets(K, s, d, PL, offs.data());
             ensure_size(xb, Cin * rowlen);
-            load_x_window(xp + b * sx.b, sx.c, sx.l, cl, Cin, L, p0, s, PL, xb.data(), rowt);
+            load_window(xp + b * sx.b, sx.c, sx.l, cl, Cin, L, p0, s, PL, xb.data(), rowlen, rowt);
           }
         }
         auto x_in = [&](int64_t c) -> const T* {
