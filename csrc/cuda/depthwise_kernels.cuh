@@ -62,14 +62,14 @@ namespace dwk {
 constexpr int kThreads = 128;       // every tile kernel
 constexpr int kWarps = kThreads / 32;
 constexpr int kCfItemsFwd = 4;      // CF forward: up to 4 vectors of outputs per thread
-constexpr int kCfItemsBwd = 4;      // CF backward
+constexpr int kCfItemsBwd = 4;      // CF backward: vectors of outputs per thread (times G, below)
 constexpr int kClItemsFwd = 2;      // CL forward: up to 2 runs of V positions per thread
 constexpr int kClItemsBwd = 2;      // CL backward
 constexpr int kClVecs = 32;         // channel vectors per CL block
 constexpr int kClGroups = 4;        // position groups per CL warp (lane >> 3)
 constexpr int kCfLoadUnroll = kCfItemsFwd + 1;  // 640 16-byte units per pass: tile + halo
 constexpr int kClLoadUnroll = 11;                // 44 rows of 32 vectors per pass
-constexpr int kCfBwdLoadUnroll = 5;              // x and dy tiles interleaved
+constexpr int kCfBwdLoadUnroll = 5;              // x and dy tiles interleaved, units of G*V
 constexpr int kClBwdLoadUnroll = 5;
 // CL units of G vectors (16-byte loads of half types) cover G times the rows per pass.
 template <int G>
@@ -114,6 +114,14 @@ constexpr int cf_fwd_item() {
   constexpr int V = vec_of<acc_of<T>>();
   constexpr int N = gvec_of<T>() * V;
   return kCompileTimeK ? N : (N > 2 * V ? N : 2 * V);
+}
+
+// Vectors of V outputs per thread of the CF backward (kThreads*V apart, lane-consecutive windows).
+// Half types get G times as many, so that their tile moves as many bytes per pass as a float tile
+// (the load phase then covers the same number of 16-byte units: one pass of kCfBwdLoadUnroll).
+template <typename T>
+constexpr int cf_bwd_items() {
+  return kCfItemsBwd * gvec_of<T>();
 }
 
 // Global access level of a tensor, checked on the host (see *_vec_level in depthwise_launch.cuh):
@@ -700,8 +708,8 @@ struct BwdArgs {
   bool want_x, want_w, want_b;
   bool fast;
   int items, tile;
-  int off;         // CF: offset of the x window, (-pl) mod V
-  int dlo;         // dy tile starts at j0 + dlo (dlo <= 0); CF: j0 + dlo is rounded down to V
+  int off;         // CF: (-pl) mod G*V, the x window offset inside a fetch group
+  int dlo;         // dy tile starts at j0 + dlo (dlo <= 0); CF: dlo is a multiple of G*V
   int nsm_x, nsm_dy;
   int64_t ntiles;
   int64_t work;    // B*ntiles work items per channel (CF) / channel group (CL)
@@ -970,20 +978,26 @@ __global__ void __launch_bounds__(kThreads, kCfFwdMinBlocks)
 // CF backward: dx, dw and db of one channel per block, deterministic partials
 // ------------------------------------------------------------------------------------------------
 // Shared layout: xs[nsm_x * V] | dys[nsm_dy * V] | ws[kp] | red[(kp + 1) * kWarps]
-// x tile as in the forward; dy tile origin j0 + dlo (dlo <= 0, a multiple of V), so dy[j0 + jl]
-// sits at dys[dyj + jl] with dyj = -dlo. dx[i] = sum_k w[k] * dy[i + pl - k] (stride 1): with
-// the K taps flipped and front-padded to Kpad, the window of dx outputs jl.. starts at
-// dys[jl + bd], bd = dyj + pl - (Kpad - 1) >= 0 (the host sizes dlo for Kpad = kp).
+// Both tiles start on a fetch-group boundary (N = G*V elements: 16-byte loads for every type).
+// x tile as in the forward (origin j0 - pl - off, off = (-pl) mod N); the fast paths read it
+// through xw = xs + (off - OFFX), OFFX = off mod V, so output j0 + jl, tap k is xw[jl + OFFX + k].
+// dy tile origin j0 + dlo (dlo <= 0, a multiple of N), so dy[j0 + jl] sits at dys[dyj + jl] with
+// dyj = -dlo. dx[i] = sum_k w[k] * dy[i + pl - k] (stride 1): with the K taps flipped and
+// front-padded to Kpad, the window of dx outputs jl.. starts at dys[jl + bd], bd = dyj + pl -
+// (Kpad - 1) >= 0 (the host sizes dlo for Kpad = kp). bd mod V depends on OFFX only (dyj and N
+// are multiples of V, pl = -OFFX mod V), so the dx window offset OFFD is compile-time too.
+// Each thread item is V consecutive outputs at jl = (it * kThreads + t) * V: every window read is a
+// lane-consecutive 16-byte LDS (conflict-free), every dx store one V-element access.
 
 // Compile-time K, stride 1, dilation 1: item-outer, every window loaded once, dw partials in
 // registers for the whole block.
 template <typename T, typename W, int K_, int ITEMS, int OFFX>
-DW_DEV void cf_bwd_fast_ct(const BwdArgs<T, W>& p, const acc_of<T>* xs, const acc_of<T>* dys,
+DW_DEV void cf_bwd_fast_ct(const BwdArgs<T, W>& p, const acc_of<T>* xw, const acc_of<T>* dys,
                            const acc_of<T>* ws, acc_of<T>* pdw, acc_of<T>& dbacc, T* dxrow,
                            int64_t j0) {
   using A = acc_of<T>;
   constexpr int V = vec_of<A>();
-  // bd = OFFD (mod V) because dyj = 0 and pl = -OFFX (mod V).
+  // bd = OFFD (mod V): dyj is a multiple of V and pl = -OFFX (mod V).
   constexpr int OFFD = (((1 - K_ - OFFX) % V) + V) % V;
   const int dyj = -p.dlo;
   const int bd = dyj + int(p.pl) - (K_ - 1);
@@ -997,7 +1011,8 @@ DW_DEV void cf_bwd_fast_ct(const BwdArgs<T, W>& p, const acc_of<T>* xs, const ac
 #pragma unroll
     for (int q = 0; q < KP; q += V) sload<A, V>(ws + q, wflip + q);
   }
-#pragma unroll
+  // Unrolled as far as a float tile's items (half types loop twice): bounds the code size.
+#pragma unroll kCfItemsBwd
   for (int it = 0; it < ITEMS; ++it) {
     if (it >= p.items) break;
     const int jl = (it * kThreads + int(threadIdx.x)) * V;
@@ -1011,13 +1026,13 @@ DW_DEV void cf_bwd_fast_ct(const BwdArgs<T, W>& p, const acc_of<T>* xs, const ac
       for (int i = 0; i < V; ++i) dbacc += dyv[i];
       if (p.want_w) {
         constexpr int NWX = (OFFX + V - 1 + K_ - 1) / V + 1;
-        A xw[NWX * V];
+        A xv[NWX * V];
 #pragma unroll
-        for (int q = 0; q < NWX; ++q) sload<A, V>(xs + jl + q * V, xw + q * V);
+        for (int q = 0; q < NWX; ++q) sload<A, V>(xw + jl + q * V, xv + q * V);
 #pragma unroll
         for (int k = 0; k < K_; ++k) {
 #pragma unroll
-          for (int i = 0; i < V; ++i) pdw[k] = dfma(dyv[i], xw[OFFX + i + k], pdw[k]);
+          for (int i = 0; i < V; ++i) pdw[k] = dfma(dyv[i], xv[OFFX + i + k], pdw[k]);
         }
       }
     }
@@ -1034,7 +1049,7 @@ DW_DEV void cf_bwd_fast_ct(const BwdArgs<T, W>& p, const acc_of<T>* xs, const ac
 // Run-time K, stride 1, dilation 1. ws holds the flipped kernel padded in front to kp taps.
 // Three passes over the tile: db, dx (sliding window), dw (V taps per pass, reduced per pass).
 template <typename T, typename W, int ITEMS, int OFFX>
-DW_DEV void cf_bwd_fast_rt(const BwdArgs<T, W>& p, const acc_of<T>* xs, const acc_of<T>* dys,
+DW_DEV void cf_bwd_fast_rt(const BwdArgs<T, W>& p, const acc_of<T>* xw, const acc_of<T>* dys,
                            const acc_of<T>* ws, acc_of<T>* red, acc_of<T>& dbacc, T* dxrow,
                            int64_t j0) {
   using A = acc_of<T>;
@@ -1043,7 +1058,7 @@ DW_DEV void cf_bwd_fast_rt(const BwdArgs<T, W>& p, const acc_of<T>* xs, const ac
   const int dyj = -p.dlo;
   const int nch = p.kp / V;
   if (p.want_w || p.want_b) {
-#pragma unroll
+#pragma unroll kCfItemsBwd
     for (int it = 0; it < ITEMS; ++it) {
       if (it >= p.items) break;
       const int jl = (it * kThreads + int(threadIdx.x)) * V;
@@ -1074,23 +1089,23 @@ DW_DEV void cf_bwd_fast_rt(const BwdArgs<T, W>& p, const acc_of<T>* xs, const ac
       A pdw[V];
 #pragma unroll
       for (int kk = 0; kk < V; ++kk) pdw[kk] = A(0);
-#pragma unroll
+#pragma unroll kCfItemsBwd
       for (int it = 0; it < ITEMS; ++it) {
         if (it >= p.items) break;
         const int jl = (it * kThreads + int(threadIdx.x)) * V;
         if (j0 + jl >= p.Lo) break;
         A dyv[V];
         sload<A, V>(dys + dyj + jl, dyv);
-        A xw[3 * V];
-        const A* src = xs + jl + c * V;
-        sload<A, V>(src, xw);
-        sload<A, V>(src + V, xw + V);
-        if constexpr (OFFX >= 2) sload<A, V>(src + 2 * V, xw + 2 * V);
+        A xv[3 * V];
+        const A* src = xw + jl + c * V;
+        sload<A, V>(src, xv);
+        sload<A, V>(src + V, xv + V);
+        if constexpr (OFFX >= 2) sload<A, V>(src + 2 * V, xv + 2 * V);
 #pragma unroll
         for (int kk = 0; kk < V; ++kk) {
           if (c * V + kk < p.K) {
 #pragma unroll
-            for (int i = 0; i < V; ++i) pdw[kk] = dfma(dyv[i], xw[OFFX + i + kk], pdw[kk]);
+            for (int i = 0; i < V; ++i) pdw[kk] = dfma(dyv[i], xv[OFFX + i + kk], pdw[kk]);
           }
         }
       }
@@ -1167,6 +1182,7 @@ __global__ void __launch_bounds__(kThreads, kCfBwdMinBlocks)
     dw_bwd_cf_kernel(const BwdArgs<T, W> p) {
   using A = acc_of<T>;
   constexpr int V = vec_of<A>();
+  constexpr int G = gvec_of<T>();
   A* xs = smem_base<A>();
   A* dys = xs + p.nsm_x * V;
   A* ws = dys + p.nsm_dy * V;
@@ -1194,18 +1210,20 @@ __global__ void __launch_bounds__(kThreads, kCfBwdMinBlocks)
                               p.dy_vec};
       const TileSrc<T, A> tx{p.want_w ? xs : nullptr, p.x + b * p.xsb + c * p.xsc,
                              j0 * p.s - p.pl - p.off, p.L, p.nsm_x, p.x_vec};
-      load_tiles<false, 1, T, A, kCfBwdLoadUnroll>(tdy, tx, 0, 0, 0, 0);
+      load_tiles<false, G, T, A, kCfBwdLoadUnroll>(tdy, tx, 0, 0, 0, 0);
     }
     __syncthreads();
     T* dxrow = p.want_x ? p.dx + b * p.dxsb + c * p.dxsc : nullptr;
+    // Fast paths: x window base shifted by whole vectors, compile-time offset OFFX = off mod V.
+    const A* xw = xs + (p.off & ~(V - 1));
     if constexpr (K_ > 0) {
-      with_offset<V>(p.off, [&](auto o) {
-        cf_bwd_fast_ct<T, W, K_, ITEMS, decltype(o)::value>(p, xs, dys, ws, pdw, dbacc, dxrow, j0);
+      with_offset<V>(p.off & (V - 1), [&](auto o) {
+        cf_bwd_fast_ct<T, W, K_, ITEMS, decltype(o)::value>(p, xw, dys, ws, pdw, dbacc, dxrow, j0);
       });
     } else {
       if (p.fast) {
-        with_offset<V>(p.off, [&](auto o) {
-          cf_bwd_fast_rt<T, W, ITEMS, decltype(o)::value>(p, xs, dys, ws, red, dbacc, dxrow, j0);
+        with_offset<V>(p.off & (V - 1), [&](auto o) {
+          cf_bwd_fast_rt<T, W, ITEMS, decltype(o)::value>(p, xw, dys, ws, red, dbacc, dxrow, j0);
         });
       } else {
         cf_bwd_general<T, W>(p, xs, dys, ws, red, dbacc, dxrow, j0);

@@ -391,25 +391,34 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
   };
 
   if (path == Path::CF) {
+    // Both tiles start on an N = G*V boundary (16-byte fetch groups of T). Thread items of V
+    // outputs, up to cf_bwd_items<T>() of them on the fast paths (4096-output tiles for half
+    // types); the general path keeps kCfItemsBwd, so its shared tiles (which grow with the
+    // stride) stay as they were.
+    constexpr int G = gvec_of<T>();
+    constexpr int64_t N = int64_t(G) * V;
     const int64_t per_item = int64_t(kThreads) * V;
     const int64_t span = std::max(pr.Lo, ceil_div(pr.L, pr.s));
-    const int items = int(clamp64(ceil_div(span, per_item), 1, kCfItemsBwd));
+    const int max_items = fast ? cf_bwd_items<T>() : kCfItemsBwd;
+    const int items = int(clamp64(ceil_div(span, per_item), 1, max_items));
     const int64_t tile = per_item * items;
-    const int64_t dlo = floor_to(dlo_raw, V);
+    const int64_t dlo = floor_to(dlo_raw, N);
     const int64_t dyj = -dlo;
-    const int64_t x_ext = std::max(tile + kp + 2 * V, (tile - 1) * pr.s + (pr.K - 1) * d_eff + V);
+    // Fast paths read x up to tile + off + kp + V (off < N: the window base moves by whole
+    // vectors); the general path (tile - 1)*s + (K - 1)*d + 1 + off.
+    const int64_t x_ext = std::max(tile + kp + N + V, (tile - 1) * pr.s + (pr.K - 1) * d_eff + N);
     const int64_t dy_ext = std::max({dyj + tile, tile + dyj + pr.pl + kp + 2 * V + 1,
                                      dyj + floor_div(tile * pr.s - 1 + pr.pl, pr.s) + 1});
-    const int64_t nsm_x = want_w ? ceil_div(x_ext, V) : 0;
-    const int64_t nsm_dy = ceil_div(dy_ext, V);
+    const int64_t nsm_x = want_w ? ceil_div(x_ext, N) * G : 0;
+    const int64_t nsm_dy = ceil_div(dy_ext, N) * G;
     const int64_t smem = ((nsm_x + nsm_dy) * V + kp + (kp + 1) * kWarps) * int64_t(sizeof(A));
     if (smem <= limit) {
-      a.dy_vec = cf_vec_level<T, V, 1>(dy, dyd);
-      a.x_vec = cf_vec_level<T, V, 1>(x, xd);
-      a.dx_vec = want_x ? cf_vec_level<T, V, 1>(dx, dxd) : 0;
+      a.dy_vec = cf_vec_level<T, V, G>(dy, dyd);
+      a.x_vec = cf_vec_level<T, V, G>(x, xd);
+      a.dx_vec = want_x ? cf_vec_level<T, V, G>(dx, dxd) : 0;
       a.items = items;
       a.tile = int(tile);
-      a.off = int(pos_mod(-pr.pl, V));
+      a.off = int(pos_mod(-pr.pl, N));
       a.dlo = int(dlo);
       a.nsm_x = int(nsm_x);
       a.nsm_dy = int(nsm_dy);
@@ -422,7 +431,7 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
         a.part = static_cast<A*>(alloc(size_t(a.split * (pr.K + 1) * pr.C) * sizeof(A)));
       }
       with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
-        auto kern = &dw_bwd_cf_kernel<T, W, decltype(kc)::value, kCfItemsBwd>;
+        auto kern = &dw_bwd_cf_kernel<T, W, decltype(kc)::value, cf_bwd_items<T>()>;
         prepare_kernel(kern, smem, dev.device);
         DW_LAUNCH(kern, grid, size_t(smem), stream, a);
         DW_CHECK_LAUNCH("dw_bwd_cf_kernel");

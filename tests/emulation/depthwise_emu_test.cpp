@@ -105,6 +105,7 @@ struct Case {
   int xkind, ykind;  // ykind: layout of y / dy / dx
   int xoff, yoff;
   Tuning tune;
+  int grads = -1;  // wanted gradients, bits x 1, w 2, b 4 (0 means all); -1: derived from the case
 };
 
 std::string describe(const Case& c) {
@@ -213,7 +214,7 @@ bool run_case(const Case& cs, std::mt19937_64& rng, bool verbose) {
   dx.init(dxkind, cs.B, cs.C, cs.L, cs.yoff);
   dx2.init(dxkind, cs.B, cs.C, cs.L, cs.yoff);
   // which gradients: all, or a subset chosen from the case
-  const int mask = int((cs.B * 7 + cs.C * 3 + cs.K + cs.L) % 8);
+  const int mask = cs.grads >= 0 ? cs.grads : int((cs.B * 7 + cs.C * 3 + cs.K + cs.L) % 8);
   const bool want_x = (mask & 1) || mask == 0;
   const bool want_w = (mask & 2) || mask == 0;
   const bool want_b = (mask & 4) || mask == 0;
@@ -360,6 +361,33 @@ int main_impl(int argc, char** argv) {
     run(cs, 2);
   }
 
+  // CF half types (16-byte fetch groups of 8 elements, 4096-output backward tiles): every offset
+  // off = (-pl) mod 8 for every K path, rows of three tiles (edge, interior, edge), all access
+  // levels (L % 8 == 0: aligned groups; L % 8 == 4: single vectors only; L % 8 == 2 or odd: per
+  // element; base offsets of x and of dy / dx lower the level too), symmetric / causal / other pads.
+  {
+    struct KS {
+      int64_t K;
+      bool spec;
+    };
+    const KS ks[] = {{3, true}, {5, true}, {9, true}, {9, false}, {4, true}, {13, true}};
+    const int half_types[] = {1, 2, 4, 5};
+    const int64_t lens[] = {8704, 8708, 8707, 8706};
+    const int xoffs[] = {0, 0, 4, 1};
+    const int yoffs[] = {0, 4, 0, 2};
+    int idx = 0;
+    for (const KS& k : ks) {
+      for (int64_t pl = 0; pl < 8; ++pl, ++idx) {
+        const int64_t pr = (k.K - 1 + idx) % (k.K + 2);  // includes pl + pr != K - 1
+        Case cs{1, 2, lens[idx % 4], k.K, 1, 1, pl, pr, idx % 3 == 0, L_CF, L_CF,
+                xoffs[(idx / 4) % 4], yoffs[(idx / 3) % 4], Tuning{}};
+        cs.tune.allow_specialized = k.spec;
+        cs.grads = idx % 5 == 4 ? (idx % 2 ? 1 : 6) : 7;  // mostly all; dx only; dw and db only
+        run(cs, half_types[(idx + idx / 4) % 4]);  // every (type, length) pair per 16 cases
+      }
+    }
+  }
+
   // Real-model-like shapes, scaled down (types: 0 fp32, 1 bf16/fp32 w, 2 fp16, 3 fp64).
   {
     struct M {
@@ -397,7 +425,7 @@ int main_impl(int argc, char** argv) {
     cs.K = choice({1, 2, 3, 3, 4, 5, 5, 7, 9, 9, 13, 31});
     cs.s = choice({1, 1, 1, 2, 3});
     cs.d = choice({1, 1, 1, 2, 3});
-    cs.L = choice({1, 2, 3, 7, 37, 64, 130, 257, 600, 1100, 2100});
+    cs.L = choice({1, 2, 3, 7, 37, 64, 130, 257, 600, 1100, 2100, 9000});
     const int64_t span = cs.d * (cs.K - 1);
     switch (pick(rng) % 6) {
       case 0: cs.pl = span / 2; cs.pr = span - span / 2; break;       // same
