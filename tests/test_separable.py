@@ -129,6 +129,22 @@ def test_larger_shapes(device, cin, cout, dtype):
     assert_close_to_reference(out, ref, tolerance_for(dtype))
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_cout_passes_share_one_depthwise(device, layout, dtype):
+    """Cout of several 256-channel tiles and enough (batch, position) tiles to fill the GPU: the CUDA
+    forward then computes the depthwise once per position tile and reuses it, from shared memory,
+    in every Cout pass (odd Cin and Cout, ragged last tiles, 3 Cin chunks of 32 plus a partial one).
+    float32 runs on TF32 tensor cores (that path shares the depthwise; strict float32 does not)."""
+    torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py
+    x = make_activation(8, 100, 4100 if device == "cuda" else 300, dtype, device, layout)
+    dw, dwb, pw, pwb = _weights(100, 600, 9, dtype, device, True, True)
+    ref = reference_separable(x, dw, dwb, pw, pwb, 1, 4, 4, 1)
+    poison_allocator(device, ref.numel() * x.element_size())
+    out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
+    assert_close_to_reference(out, ref, TF32_TOLERANCE if dtype == torch.float32 else tolerance_for(dtype))
+
+
 def test_tf32_setting_is_obeyed(device):
     """TF32 results stay within TF32 error; with TF32 off, float32 is exact to float32 tolerance."""
     x = make_activation(2, 256, 2000, torch.float32, device)

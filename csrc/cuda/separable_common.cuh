@@ -318,20 +318,28 @@ struct DwStage {
     return (!kXcl && d.vec_load) ? static_cast<int>(((p0 % kV) + kV) % kV) : 0;
   }
 
+  // Row-wise staging: kTpr threads per row (a shift, not a division, finds a thread's row and
+  // first vector); the row's base pointer is computed once per row, not once per vector.
+  static constexpr int kTpr = kThreads >= CH ? kThreads / CH : 1;
+  static constexpr int kRowStep = kThreads / kTpr;
+
   // Issues (cp.async, uncommitted) or performs the staging of x and the depthwise weights.
   // p0 = j0 * stride - pad_left: input position of window element 0.
   __device__ static void load(const DwParams& d, int64_t b, int c0, int64_t p0, int off, Tx* xs,
                               Tacc* dws, int tid) {
     tid = opaque(tid);
     const int cvalid = min(CH, d.cin - c0);  // may be <= 0 only for padded channel tiles
+    const int r0 = tid / kTpr;
+    const int v0 = tid % kTpr;
     {
       const int vpr = d.kp * static_cast<int>(sizeof(Tacc)) / 16;
       constexpr int kElPerVec = 16 / static_cast<int>(sizeof(Tacc));
-      const Tacc* src = static_cast<const Tacc*>(d.dwp) + static_cast<int64_t>(c0) * d.kp;
-      for (int idx = tid; idx < CH * vpr; idx += kThreads) {
-        const int r = idx / vpr;
-        const int v = idx - r * vpr;
-        cp_async16(dws + r * d.dwpitch + v * kElPerVec, src + r * d.kp + v * kElPerVec, 16);
+      for (int r = r0; r < CH; r += kRowStep) {
+        const Tacc* src = static_cast<const Tacc*>(d.dwp) + static_cast<int64_t>(c0 + r) * d.kp;
+        Tacc* dst = dws + r * d.dwpitch;
+        for (int v = v0; v < vpr; v += kTpr) {
+          cp_async16(dst + v * kElPerVec, src + v * kElPerVec, 16);
+        }
       }
     }
     // Source of zero-byte cp.async copies: any valid global address (x may be empty).
@@ -340,19 +348,27 @@ struct DwStage {
     if (!kXcl) {
       // rows = channels, positions [p0 - off, p0 - off + xpitch) per row (the whole row).
       if (d.vec_load) {
-        const int64_t p0a = p0 - off;
+        const int64_t p0a = p0 - off;  // multiple of kV
         const int vpr = d.xpitch / kV;
-        for (int idx = tid; idx < CH * vpr; idx += kThreads) {
-          const int c = idx / vpr;
-          const int v = idx - c * vpr;
-          const int64_t pos = p0a + static_cast<int64_t>(v) * kV;  // multiple of kV
-          const Tx* src = dummy;
-          int bytes = 0;
-          if (c < cvalid && pos >= 0 && pos < d.L) {
-            bytes = static_cast<int>(min64(kV, d.L - pos)) * static_cast<int>(sizeof(Tx));
-            src = xb + static_cast<int64_t>(c0 + c) * d.xsc + pos;
+        // Vectors v in [vlo, vhi) lie inside the row [0, L) (the last one maybe partly).
+        const int64_t vlo64 = p0a >= 0 ? 0 : (-p0a) / kV;
+        const int64_t vhi64 = d.L > p0a ? (d.L - p0a + kV - 1) / kV : 0;
+        const int vlo = static_cast<int>(min64(vlo64, vpr));
+        const int vhi = static_cast<int>(min64(vhi64, vpr));
+        for (int c = r0; c < CH; c += kRowStep) {
+          const Tx* row = xb + static_cast<int64_t>(c0 + c) * d.xsc + p0a;
+          Tx* dst = xs + c * d.xpitch;
+          const bool live = c < cvalid;
+          for (int v = v0; v < vpr; v += kTpr) {
+            const Tx* src = dummy;
+            int bytes = 0;
+            if (live && v >= vlo && v < vhi) {
+              const int64_t pos = p0a + static_cast<int64_t>(v) * kV;
+              bytes = static_cast<int>(min64(kV, d.L - pos)) * static_cast<int>(sizeof(Tx));
+              src = row + v * kV;
+            }
+            cp_async16(dst + v * kV, src, bytes);
           }
-          cp_async16(xs + c * d.xpitch + v * kV, src, bytes);
         }
       } else {
         for (int idx = tid; idx < CH * d.xpitch; idx += kThreads) {

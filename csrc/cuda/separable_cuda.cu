@@ -85,23 +85,17 @@ struct PwSource {
   bool dw_identity;
 };
 
-// How launch_fwd may place the pointwise weights.
-enum class WMode { kAuto, kResidentOnly };
-
 template <typename Tx, typename Tw, typename Tm, int kGemm, int BM, int BN, int BK, int WN,
           bool kXcl>
 bool launch_fwd(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src,
-                WMode wmode) {
+                WPlace place) {
   using Tile = FwdTile<Tx, Tm, kGemm, BM, BN, BK, WN>;
   using Tacc = typename Tile::Tacc;
   const int device = x.get_device_index();
   FwdPlan plan;
   if (!plan_fwd<Tx, Tm, kGemm, BM, BN, BK, WN, kXcl>(g, view_of(x), y.data_ptr(), y.stride(0),
                                                        y.stride(1), y.stride(2), dev_caps(device),
-                                                       wmode == WMode::kResidentOnly
-                                                           ? WPlace::kResidentOnly
-                                                           : WPlace::kAuto,
-                                                       plan)) {
+                                                       place, plan)) {
     return false;
   }
   Tensor ws = torch::stable::empty({plan.ws_bytes}, ScalarType::Byte, std::nullopt, x.device());
@@ -127,13 +121,15 @@ bool launch_fwd(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSourc
 //  - Cout <= 64: BM 64 x BN 256.
 //  - Cout <= 128: BM 128 with resident W and 64-wide warp tiles (BN 256) when W fits and there is
 //    enough work, else BM 128 x BN 128.
-//  - larger: resident BM 256 x BN 128 (WN 64); for short kernels (K <= 16, cheap depthwise
+//  - Cout <= 256: resident BM 256 x BN 128 (WN 64); for short kernels (K <= 16, cheap depthwise
 //    recompute) resident BM 128 x BN 256; else streamed BM 256 x BN 64.
+//  - larger: shared h (one depthwise per item for several BM 256 Cout passes, W streamed), BN 128
+//    when its h ring fits in shared memory, else BN 64; else as for Cout <= 256.
 template <typename Tx, typename Tw, typename Tm, int kGemm, int BK>
 bool launch_fwd_mma(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src,
                     bool xcl) {
   const int64_t cout = g.out_channels;
-  auto go = [&](auto bm_c, auto wn_c, WMode mode) {
+  auto go = [&](auto bm_c, auto wn_c, WPlace mode) {
     constexpr int BM = decltype(bm_c)::value;
     constexpr int WN = decltype(wn_c)::value;
     constexpr int BN = 8 * 64 * WN / BM;
@@ -145,14 +141,18 @@ bool launch_fwd_mma(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwS
   using I256 = std::integral_constant<int, 256>;
   using W32 = std::integral_constant<int, 32>;
   using W64 = std::integral_constant<int, 64>;
-  if (cout <= 64) return go(I64{}, W32{}, WMode::kAuto);
+  if (cout <= 64) return go(I64{}, W32{}, WPlace::kAuto);
   if (cout <= 128) {
-    if (go(I128{}, W64{}, WMode::kResidentOnly)) return true;
-    return go(I128{}, W32{}, WMode::kAuto);
+    if (go(I128{}, W64{}, WPlace::kResidentOnly)) return true;
+    return go(I128{}, W32{}, WPlace::kAuto);
   }
-  if (go(I256{}, W64{}, WMode::kResidentOnly)) return true;
-  if (g.kernel_size <= 16 && go(I128{}, W64{}, WMode::kResidentOnly)) return true;
-  return go(I256{}, W32{}, WMode::kAuto);
+  if (cout > 256) {
+    if (go(I256{}, W64{}, WPlace::kSharedOnly)) return true;
+    if (go(I256{}, W32{}, WPlace::kSharedOnly)) return true;
+  }
+  if (go(I256{}, W64{}, WPlace::kResidentOnly)) return true;
+  if (g.kernel_size <= 16 && go(I128{}, W64{}, WPlace::kResidentOnly)) return true;
+  return go(I256{}, W32{}, WPlace::kAuto);
 }
 
 // Runs one fused launch (prep + main) for x in kernel layout; false when the x window of this
@@ -166,14 +166,14 @@ bool run_fused(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource
                     using Tx = native_t<typename decltype(xt)::type>;
                     using Tw = native_t<typename decltype(wt)::type>;
                     if constexpr (std::is_same_v<Tx, double>) {
-                      ok = xcl ? launch_fwd<Tx, Tw, double, kGemmSimt, 64, 64, 16, 32, true>(x, y, g, src, WMode::kAuto)
-                               : launch_fwd<Tx, Tw, double, kGemmSimt, 64, 64, 16, 32, false>(x, y, g, src, WMode::kAuto);
+                      ok = xcl ? launch_fwd<Tx, Tw, double, kGemmSimt, 64, 64, 16, 32, true>(x, y, g, src, WPlace::kAuto)
+                               : launch_fwd<Tx, Tw, double, kGemmSimt, 64, 64, 16, 32, false>(x, y, g, src, WPlace::kAuto);
                     } else if constexpr (std::is_same_v<Tx, float>) {
                       if (allow_tf32) {
                         ok = launch_fwd_mma<Tx, Tw, float, kGemmTf32, 16>(x, y, g, src, xcl);
                       } else {
-                        ok = xcl ? launch_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 16, 32, true>(x, y, g, src, WMode::kAuto)
-                                 : launch_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 16, 32, false>(x, y, g, src, WMode::kAuto);
+                        ok = xcl ? launch_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 16, 32, true>(x, y, g, src, WPlace::kAuto)
+                                 : launch_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 16, 32, false>(x, y, g, src, WPlace::kAuto);
                       }
                     } else {
                       ok = launch_fwd_mma<Tx, Tw, Tx, kGemmMma16, 32>(x, y, g, src, xcl);

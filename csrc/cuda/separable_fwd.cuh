@@ -6,14 +6,23 @@
 // (bf16/fp16 m16n8k16 or TF32 m16n8k8) or with a register-blocked SIMT GEMM (fp32, fp64). The
 // finished tile (+ folded bias) is stored straight from the accumulators.
 //
-// Pointwise weights are either streamed per chunk (W ring of two stages; one item per block) or,
-// when BM x Cin fits, loaded once per block and kept resident while the block walks many items
-// (persistent: grid = Cout tiles x workers); that removes the dominant L2 traffic (W re-reads).
+// Pointwise weights are either streamed per chunk (W ring of two stages) or, when BM x Cin fits,
+// loaded once per block and kept resident while the block walks many items (persistent: grid =
+// Cout tiles x workers); that removes the dominant L2 traffic (W re-reads).
 //
-// The (item, chunk) pairs of a block form one flat stream f = 0, 1, ... with one __syncthreads
-// per step:  wait cp.async; sync; issue W(f+1) (streamed), X(f+2); depthwise X(f+1) -> h[(f+1)&1]
-// and GEMM W(f) x h[f&1] (in opposite orders in warps 0-3 and 4-7, which pair up on the four
-// schedulers, so FMA and tensor pipes overlap); store the tile if f ends its item.
+// Cout tiles and the depthwise: the blocks are split into "groups" of Cout tiles. A block of group
+// g walks its items and, per item, makes one pass per Cout tile of the group (ppg tiles per
+// group). The depthwise of an item is computed once, during the first pass, and kept in shared
+// memory (one h chunk per chunk of input channels) for the other passes: with one group
+// (ppg = n_mt) the depthwise runs once per output position instead of once per Cout tile
+// (Cout = 1536 in BM = 256 tiles: 6x fewer depthwise FMAs). With ppg = 1 every block owns one
+// Cout tile (two h stages). The host picks the fewest groups that still fill the GPU.
+//
+// The (item, pass, chunk) triples of a block form one flat stream f = 0, 1, ... with one
+// __syncthreads per step: wait cp.async; sync; issue W(f+1) (streamed) and, if step f+2 is in a
+// first pass, X(f+2); then GEMM W(f) x h(f) and, if step f+1 is in a first pass, depthwise
+// X(f+1) -> h(f+1) (in opposite orders in warps 0-3 and 4-7, which pair up on the four
+// schedulers, so FMA and tensor pipes overlap); store the tile if f ends its pass.
 // Global loads run a full step ahead of their use.
 #pragma once
 
@@ -34,12 +43,16 @@ struct FwdParams {
   int cout, cin_pad, cout_pad;
   int n_mt, n_lt;
   int n_items;    // batch * n_lt
-  int n_workers;  // blocks per Cout tile; block (mt, w) takes items w, w + n_workers, ...
-  int resident;   // 1: the whole W tile (BM x cin_pad) lives in shared memory at sm_w[0]
+  int n_groups;   // Cout-tile groups; block b: group b % n_groups, worker b / n_groups
+  int ppg;        // Cout tiles per group (passes per item); group g owns tiles g * ppg, ...
+  int n_workers;  // blocks per group; worker w takes items w, w + n_workers, ...
+  int resident;   // 1: the whole W tile (BM x cin_pad) lives in shared memory at sm_w[0] (ppg 1)
   int wpitch;     // row pitch (elements) of the W buffer: streamed WP, resident WPR
   int y_pair;     // channel-first y, pairs (n, n+1) aligned: one 2-element store
   int y_vec4;     // channel-first y, quads aligned: one 4-element store (SIMT)
-  int sm_w[2], sm_x[2], sm_dw[2], sm_h[2];
+  int h_slots;    // h chunks in shared memory: 2 (ppg == 1) or n_chunks + 1
+  int h_bytes;    // bytes per h chunk (aligned)
+  int sm_w[2], sm_x[2], sm_dw[2], sm_h;
 };
 
 // Compile-time tile geometry shared by the kernel and the host plan.
@@ -109,9 +122,10 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
 
-  const int mt = static_cast<int>(blockIdx.x % p.n_mt);
-  const int worker = static_cast<int>(blockIdx.x / p.n_mt);
-  const int m0 = mt * BM;
+  const int group = static_cast<int>(blockIdx.x % p.n_groups);
+  const int worker = static_cast<int>(blockIdx.x / p.n_groups);
+  const int mt0 = group * p.ppg;               // first Cout tile of the group
+  const int passes = min(p.ppg, p.n_mt - mt0);  // Cout tiles of this group
   const int n_chunks = p.cin_pad / BK;
   const int wpitch = p.wpitch;
 
@@ -123,45 +137,69 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
   auto dws = [&](int s) {
     return reinterpret_cast<Tacc*>(smem + opaque(s ? p.sm_dw[1] : p.sm_dw[0]));
   };
-  auto hs = [&](int s) { return reinterpret_cast<Tm*>(smem + opaque(s ? p.sm_h[1] : p.sm_h[0])); };
+  auto hs = [&](int s) { return reinterpret_cast<Tm*>(smem + opaque(p.sm_h + s * p.h_bytes)); };
 
-  // Position in the flat stream: chunk of item. Valid while item < n_items.
+  // Position in the flat stream: chunk of pass of item. Valid while item < n_items. h0 is the h
+  // slot of chunk 0 of the item; chunk k lives in slot (h0 + k) mod h_slots. ppg == 1: two
+  // slots, alternating chunk by chunk. Shared h: h_slots = n_chunks (h0 stays 0, chunk k in slot
+  // k), so the next item's chunk 0, computed during the last step of this item, lands in slot 0,
+  // which no pass of this item reads any more; with a single chunk, two slots alternate by item.
+  // b and lt (batch, position tile) of the item are derived once per item, not per use.
   struct Cursor {
-    int chunk, item;
+    int chunk, pass, item, h0, b, lt;
+  };
+  auto at_item = [&](Cursor& c) {
+    c.b = c.item / p.n_lt;
+    c.lt = c.item - c.b * p.n_lt;
   };
   auto next = [&](Cursor c) {
     if (++c.chunk == n_chunks) {
       c.chunk = 0;
-      c.item += p.n_workers;
+      if (++c.pass == passes) {
+        c.pass = 0;
+        c.item += p.n_workers;
+        c.h0 = (c.h0 + n_chunks) % p.h_slots;
+        at_item(c);
+      }
     }
     return c;
   };
-  // item -> batch, first output position, input position of window element 0
-  auto item_b = [&](int item) { return static_cast<int64_t>(item / p.n_lt); };
-  auto item_j0 = [&](int item) { return static_cast<int64_t>(item % p.n_lt) * BN; };
-  auto item_p0 = [&](int item) { return item_j0(item) * p.dw.stride - p.dw.pad_left; };
+  auto h_slot = [&](Cursor c) {
+    const int s = c.h0 + c.chunk;  // < 2 * h_slots when h_slots >= n_chunks
+    return p.h_slots == 2 ? (s & 1) : (s >= p.h_slots ? s - p.h_slots : s);
+  };
+  auto m0_of = [&](Cursor c) { return (mt0 + c.pass) * BM; };
+  // first output position of the item, input position of its window element 0
+  auto item_j0 = [&](const Cursor& c) { return static_cast<int64_t>(c.lt) * BN; };
+  auto item_p0 = [&](const Cursor& c) { return item_j0(c) * p.dw.stride - p.dw.pad_left; };
 
   // ---- loaders (cp.async; the caller commits) ----------------------------------------------------
-  // Streamed W chunk c0 .. c0 + BK (MMA: BM rows x BK; SIMT: BK rows x BM) into ws(stage).
-  auto load_w_chunk = [&](int chunk, int stage) {
+  // Streamed W chunk c0 .. c0 + BK of Cout tile m0 (MMA: BM rows x BK; SIMT: BK rows x BM).
+  auto load_w_chunk = [&](int chunk, int m0, int stage) {
     const int t = opaque(threadIdx.x);
     const int c0 = chunk * BK;
     constexpr int kRows = kSimt ? BK : BM;
     constexpr int kVecPerRow = (kSimt ? BM : BK) * static_cast<int>(sizeof(Tm)) / 16;
     constexpr int kElPerVec = 16 / static_cast<int>(sizeof(Tm));
+    // A thread copies vector v of rows r0, r0 + kRowStep, ... (fixed per thread: no division,
+    // one 64-bit pointer step per row).
+    static_assert(kThreads % kVecPerRow == 0 && kRows % (kThreads / kVecPerRow) == 0, "");
+    constexpr int kRowStep = kThreads / kVecPerRow;
+    const int r0 = t / kVecPerRow;
+    const int v = t % kVecPerRow;
+    const int src_pitch = kSimt ? p.cout_pad : p.cin_pad;
     const Tm* src = static_cast<const Tm*>(p.wp) +
-                    (kSimt ? static_cast<int64_t>(c0) * p.cout_pad + m0
-                           : static_cast<int64_t>(m0) * p.cin_pad + c0);
-    const int64_t src_pitch = kSimt ? p.cout_pad : p.cin_pad;
-    Tm* dst = ws(stage);
-    for (int idx = t; idx < kRows * kVecPerRow; idx += kThreads) {
-      const int r = idx / kVecPerRow;
-      const int v = idx - r * kVecPerRow;
-      cp_async16(dst + r * Tile::WP + v * kElPerVec, src + r * src_pitch + v * kElPerVec, 16);
+                    (kSimt ? static_cast<int64_t>(c0 + r0) * src_pitch + m0
+                           : static_cast<int64_t>(m0 + r0) * src_pitch + c0) + v * kElPerVec;
+    Tm* dst = ws(stage) + r0 * Tile::WP + v * kElPerVec;
+#pragma unroll
+    for (int i = 0; i < kRows / kRowStep; ++i) {
+      cp_async16(dst + i * kRowStep * Tile::WP, src, 16);
+      src += static_cast<int64_t>(kRowStep) * src_pitch;
     }
   };
   // Resident W: the whole tile (MMA: BM rows x cin_pad; SIMT: cin_pad rows x BM) into ws(0).
-  auto load_w_resident = [&]() {
+  auto load_w_resident = [&](int m0) {
     const int t = opaque(threadIdx.x);
     constexpr int kElPerVec = 16 / static_cast<int>(sizeof(Tm));
     const int rows = kSimt ? p.cin_pad : BM;
@@ -177,13 +215,13 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
     }
   };
   auto load_x = [&](Cursor c, int stage) {
-    const int64_t p0 = item_p0(c.item);
-    Dw::load(p.dw, item_b(c.item), c.chunk * BK, p0, Dw::offset(p.dw, p0), xs(stage),
+    const int64_t p0 = item_p0(c);
+    Dw::load(p.dw, c.b, c.chunk * BK, p0, Dw::offset(p.dw, p0), xs(stage),
              dws(stage), tid);
   };
   auto depthwise = [&](Cursor c, int stage) {
-    const int64_t p0 = item_p0(c.item);
-    Dw::compute(p.dw, xs(stage), dws(stage), hs(stage), Dw::offset(p.dw, p0), c.chunk * BK, BN,
+    const int64_t p0 = item_p0(c);
+    Dw::compute(p.dw, xs(stage), dws(stage), hs(h_slot(c)), Dw::offset(p.dw, p0), c.chunk * BK, BN,
                 tid);
   };
 
@@ -215,7 +253,7 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
   for (int i = 0; i < kAccRegs; ++i) acc[i] = Tacc(0);
 
   // W chunk of the step: MMA rows m at wsb[m * wpitch + k]; SIMT rows k at wsb[k * wpitch + m].
-  auto w_chunk = [&](Cursor c, int stage) -> const Tm* {
+  auto w_chunk = [&](Cursor c, int stage) -> const Tm* {  // resident: ppg == 1, one Cout tile
     if (!p.resident) return ws(stage);
     return ws(0) + (kSimt ? c.chunk * BK * wpitch : c.chunk * BK);
   };
@@ -294,11 +332,11 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
   };
 
   // ---- epilogue: acc + bias -> y straight from registers, then acc = 0 -----------------------------
-  auto store_tile = [&](int item) {
+  auto store_tile = [&](const Cursor& c, int m0) {
     const Frag q = frag();
     const int wm = q.wm, wn = q.wn, g8 = q.g8, tq = q.tq, tm = q.tm, tn = q.tn;
-    const int64_t b = item_b(item);
-    const int64_t j0 = item_j0(item);
+    const int64_t b = c.b;
+    const int64_t j0 = item_j0(c);
     const int mvalid = min(BM, p.cout - m0);
     const int nvalid = static_cast<int>(min64(BN, p.Lout - j0));
     Tx* yb = static_cast<Tx*>(p.y) + b * p.ysb;
@@ -333,23 +371,43 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
         }
       }
     } else {
+      // A full tile of aligned channel-first y (the common case): unchecked pair stores from
+      // one row pointer per fragment row, with the bias read once per row, in straight-line
+      // code. Anything else (ragged edges, channel-last or unaligned y) takes the checked loop.
+      if (p.y_pair && mvalid == BM && nvalid == BN) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
+        for (int i = 0; i < 4; ++i) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int m = wm * 64 + i * 16 + g8 + h * 8;
+          for (int h = 0; h < 2; ++h) {
+            const int m = wm * 64 + i * 16 + g8 + h * 8;
+            const float bm = bias[m];
+            Tx* yrow = yb + static_cast<int64_t>(m0 + m) * p.ysc + j0 + wn * WN + 2 * tq;
 #pragma unroll
-          for (int jn = 0; jn < kNT; ++jn) {
-            const int n = wn * WN + jn * 8 + 2 * tq;
-            const float v0 = acc[(i * kNT + jn) * 4 + 2 * h];
-            const float v1 = acc[(i * kNT + jn) * 4 + 2 * h + 1];
-            if (p.y_pair && m < mvalid && n + 1 < nvalid) {
-              Tx* dst = yb + static_cast<int64_t>(m0 + m) * p.ysc + (j0 + n);
-              const float bm = bias[m];
-              store_pair(dst, v0 + bm, v1 + bm);
-            } else {
-              put(m, n, v0);
-              put(m, n + 1, v1);
+            for (int jn = 0; jn < kNT; ++jn) {
+              const float v0 = acc[(i * kNT + jn) * 4 + 2 * h];
+              const float v1 = acc[(i * kNT + jn) * 4 + 2 * h + 1];
+              store_pair(yrow + jn * 8, v0 + bm, v1 + bm);
+            }
+          }
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int m = wm * 64 + i * 16 + g8 + h * 8;
+#pragma unroll
+            for (int jn = 0; jn < kNT; ++jn) {
+              const int n = wn * WN + jn * 8 + 2 * tq;
+              const float v0 = acc[(i * kNT + jn) * 4 + 2 * h];
+              const float v1 = acc[(i * kNT + jn) * 4 + 2 * h + 1];
+              if (p.y_pair && m < mvalid && n + 1 < nvalid) {
+                store_pair(yb + static_cast<int64_t>(m0 + m) * p.ysc + (j0 + n), v0 + bias[m],
+                           v1 + bias[m]);
+              } else {
+                put(m, n, v0);
+                put(m, n + 1, v1);
+              }
             }
           }
         }
@@ -360,18 +418,24 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
   };
 
   // ---- the flat stream -------------------------------------------------------------------------------
-  Cursor cur{0, worker};  // step f
-  if (cur.item >= p.n_items) return;
-  if (n_chunks == 0) {    // no input channels: y = bias
-    for (; cur.item < p.n_items; cur.item += p.n_workers) store_tile(cur.item);
+  Cursor cur{0, 0, worker, 0, 0, 0};  // step f
+  if (cur.item >= p.n_items || passes <= 0) return;
+  at_item(cur);
+  if (n_chunks == 0) {  // no input channels: y = bias
+    for (; cur.item < p.n_items; cur.item += p.n_workers) {
+      at_item(cur);
+      for (int ps = 0; ps < passes; ++ps) store_tile(cur, (mt0 + ps) * BM);
+    }
     return;
   }
-  if (p.resident) load_w_resident();
-  else load_w_chunk(0, 0);
+  // x of a step is staged (and its depthwise run) only in the first pass over its item.
+  auto needs_x = [&](Cursor c) { return c.item < p.n_items && c.pass == 0; };
+  if (p.resident) load_w_resident(m0_of(cur));
+  else load_w_chunk(0, m0_of(cur), 0);
   load_x(cur, 0);
   {
     const Cursor c1 = next(cur);
-    if (c1.item < p.n_items) load_x(c1, 1);
+    if (needs_x(c1)) load_x(c1, 1);
   }
   cp_async_commit();
   cp_async_wait_all();
@@ -385,19 +449,23 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
     __syncthreads();
     // W(f+1) -> ws[(f+1)&1] (last read by GEMM(f-1)); X(f+2) -> xs[f&1] (last read by
     // depthwise(f)); both finished before the barrier above.
-    if (!p.resident && c1.item < p.n_items) load_w_chunk(c1.chunk, (f + 1) & 1);
-    if (c2.item < p.n_items) load_x(c2, f & 1);
+    if (!p.resident && c1.item < p.n_items) load_w_chunk(c1.chunk, m0_of(c1), (f + 1) & 1);
+    if (needs_x(c2)) load_x(c2, f & 1);
     cp_async_commit();
     // Warps w and w + 4 share a scheduler (SM sub-partition): they run the two independent
     // phases in opposite orders so one feeds the tensor pipe while the other does the FMAs.
-    if (warp < 4) {
-      gemm(w_chunk(cur, f & 1), hs(f & 1));
-      if (c1.item < p.n_items) depthwise(c1, (f + 1) & 1);
-    } else {
-      if (c1.item < p.n_items) depthwise(c1, (f + 1) & 1);
-      gemm(w_chunk(cur, f & 1), hs(f & 1));
+    // One call site per phase (a loop of two, not unrolled) keeps a single copy of each in
+    // the instruction cache.
+    const bool dw_next = needs_x(c1);
+#pragma unroll 1
+    for (int ph = 0; ph < 2; ++ph) {
+      if ((ph == 0) == (warp < 4)) {
+        gemm(w_chunk(cur, f & 1), hs(h_slot(cur)));
+      } else if (dw_next) {
+        depthwise(c1, (f + 1) & 1);
+      }
     }
-    if (cur.chunk == n_chunks - 1) store_tile(cur.item);
+    if (cur.chunk == n_chunks - 1) store_tile(cur, m0_of(cur));
     cur = c1;
   }
 }

@@ -120,9 +120,14 @@ struct FwdPlan {
   int64_t ws_bytes = 0, at_wp = 0, at_dwp = 0, at_bias = 0;
 };
 
-// How the pointwise weights may be placed: resident when it fits and pays off, else streamed
-// (kAuto); resident or fail (kResidentOnly); always streamed (kStreamedOnly, tests).
-enum class WPlace { kAuto, kResidentOnly, kStreamedOnly };
+// How the pointwise weights may be placed and the Cout tiles split among blocks:
+//  kAuto: resident W when it fits and pays off, else streamed; one Cout tile per block.
+//  kResidentOnly: resident W, one Cout tile per block, or fail.
+//  kStreamedOnly: streamed W, one Cout tile per block (tests).
+//  kSharedOnly: streamed W, blocks make several Cout passes per item over one depthwise (h kept
+//               in shared memory), in as few groups of Cout tiles as fill the GPU; fails when
+//               there is one Cout tile or the h ring does not fit.
+enum class WPlace { kAuto, kResidentOnly, kStreamedOnly, kSharedOnly };
 
 template <typename Tx, typename Tm, int kGemm, int BM, int BN, int BK, int WN, bool kXcl>
 bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64_t ysc,
@@ -141,10 +146,12 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   const int64_t n_items = g.batch * n_lt;
   if (n_items > (int64_t{1} << 30)) return false;
 
-  // Shared memory: [W][xs x2][dws x2][hs x2]; W is two streamed chunks or the resident tile.
+  // Shared memory: [W][xs x2][dws x2][hs x h_slots]; W is two streamed chunks or the resident
+  // tile; h_slots is 2, or max(n_chunks, 2) when blocks make several Cout passes (shared h).
   const int64_t limit = caps.smem_optin;
-  const int64_t h_bytes = static_cast<int64_t>(Tile::H_ELEMS) * sizeof(Tm);
-  const int64_t rest = 2 * align_bytes(xs_bytes) + 2 * align_bytes(dws_bytes) + 2 * align_bytes(h_bytes);
+  const int64_t n_chunks = cin_pad / BK;
+  const int64_t h_bytes = align_bytes(static_cast<int64_t>(Tile::H_ELEMS) * sizeof(Tm));
+  const int64_t rest = 2 * align_bytes(xs_bytes) + 2 * align_bytes(dws_bytes) + 2 * h_bytes;
   const int64_t w_chunk = align_bytes(static_cast<int64_t>(Tile::W_ELEMS) * sizeof(Tm));
   const int64_t w_res =
       cin_pad <= (int64_t{1} << 20)
@@ -154,14 +161,33 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   auto blocks_per_sm = [&](int64_t bytes) {
     return std::max<int64_t>(1, std::min<int64_t>(max_bps, caps.smem_per_sm / (bytes + 1024)));
   };
+  // Shared h: the depthwise of an item is computed once per block and reused by ppg Cout
+  // passes. The fewest groups (blocks per item) that give about one block per SM slot.
+  int64_t n_groups = n_mt, ppg = 1, h_slots = 2;
+  int64_t n_workers = n_items;
+  const int64_t shared_bytes = 2 * w_chunk + rest + (std::max<int64_t>(n_chunks, 2) - 2) * h_bytes;
+  if (place_w == WPlace::kSharedOnly && n_mt > 1 && shared_bytes <= limit) {
+    const int64_t slots = caps.sms * blocks_per_sm(shared_bytes);
+    const int64_t groups = std::min<int64_t>(n_mt, ceil_div(3 * slots, 4 * n_items));
+    ppg = ceil_div(n_mt, groups);
+    if (ppg > 1) {
+      n_groups = ceil_div(n_mt, ppg);
+      h_slots = std::max<int64_t>(n_chunks, 2);
+      n_workers = std::min<int64_t>(n_items, std::max<int64_t>(1, slots / n_groups));
+    } else {
+      ppg = 1;
+    }
+  }
+  if (place_w == WPlace::kSharedOnly && ppg == 1) return false;
+
   // Resident: one W load per block, amortised over >= 2 items per block. In kAuto mode only if
   // it costs no occupancy (WN = 32 and SIMT tiles run two blocks per SM when streamed).
   bool resident = false;
-  int64_t n_workers = n_items;
   const bool res_ok =
-      place_w == WPlace::kResidentOnly ||
-      (place_w == WPlace::kAuto && (2 * w_chunk + rest > limit ||
-                                    blocks_per_sm(w_res + rest) >= blocks_per_sm(2 * w_chunk + rest)));
+      ppg == 1 &&
+      (place_w == WPlace::kResidentOnly ||
+       (place_w == WPlace::kAuto && (2 * w_chunk + rest > limit ||
+                                     blocks_per_sm(w_res + rest) >= blocks_per_sm(2 * w_chunk + rest))));
   if (res_ok && w_res + rest <= limit) {
     const int64_t slots = caps.sms * blocks_per_sm(w_res + rest);
     const int64_t workers = std::max<int64_t>(1, slots / n_mt);
@@ -181,7 +207,9 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   p.sm_w[1] = resident ? p.sm_w[0] : place(w_chunk);
   for (int s = 0; s < 2; ++s) p.sm_x[s] = place(xs_bytes);
   for (int s = 0; s < 2; ++s) p.sm_dw[s] = place(dws_bytes);
-  for (int s = 0; s < 2; ++s) p.sm_h[s] = place(h_bytes);
+  p.sm_h = place(h_slots * h_bytes);
+  p.h_slots = static_cast<int>(h_slots);
+  p.h_bytes = static_cast<int>(h_bytes);
   if (off > limit) return false;
   out.smem = off;
 
@@ -216,6 +244,8 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   p.n_mt = static_cast<int>(n_mt);
   p.n_lt = static_cast<int>(n_lt);
   p.n_items = static_cast<int>(n_items);
+  p.n_groups = static_cast<int>(n_groups);
+  p.ppg = static_cast<int>(ppg);
   p.n_workers = static_cast<int>(n_workers);
   p.resident = resident ? 1 : 0;
   p.wpitch = resident ? Tile::resident_pitch(static_cast<int>(cin_pad)) : Tile::WP;
@@ -226,7 +256,7 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   };
   p.y_pair = y_aligned(2) ? 1 : 0;
   p.y_vec4 = y_aligned(4) ? 1 : 0;
-  out.blocks = n_mt * n_workers;
+  out.blocks = n_groups * n_workers;
   return out.blocks <= std::numeric_limits<int32_t>::max();
 }
 

@@ -114,6 +114,7 @@ const DevCaps kCaps[] = {
     {232448, 233472, 2},   // H100/H200 shared memory, 2 SMs (persistent blocks walk many items)
     {232448, 233472, 64},  // more SMs than work: resident only when it pays off
     {101376, 102400, 3},   // sm_120-sized shared memory
+    {232448, 233472, 5},   // shared h split into several groups of Cout tiles
 };
 
 struct Stats {
@@ -183,6 +184,7 @@ double tol() {
 
 bool report(bool ok, const std::string& what, double worst, int64_t bad) {
   ++g_stats.cases;
+  if (ok && std::getenv("SEPEMU_VERBOSE") != nullptr) std::printf("ok   %s\n", what.c_str());
   if (!ok) {
     ++g_stats.failures;
     std::printf("FAIL %s: %" PRId64 " bad elements, worst excess %.3g\n", what.c_str(), bad, worst);
@@ -233,7 +235,11 @@ void run_fwd(Problem<Tx, Tw>& P, const DevCaps& caps, WPlace place, const char* 
       }
   report(bad == 0,
          std::string("fwd ") + tname<Tx>() + "/" + tname<Tw>() + " " + cfg + (kXcl ? " CL" : " CF") +
-             (plan.p.resident ? " resident" : " streamed") + " sms" + std::to_string(caps.sms) +
+             (plan.p.resident ? " resident" : " streamed") +
+             (plan.p.ppg > 1 ? " shared-h ppg" + std::to_string(plan.p.ppg) + " groups" +
+                                   std::to_string(plan.p.n_groups)
+                             : "") +
+             " sms" + std::to_string(caps.sms) +
              " | " + c.str(),
          worst, bad);
 }
@@ -355,7 +361,7 @@ void run_dpw(Problem<Tx, Tw>& P, const DevCaps& caps, const char* cfg) {
 // Every forward configuration the extension can pick for this dtype pair, both weight placements.
 template <typename Tx, typename Tw, bool kXcl>
 void fwd_all(Problem<Tx, Tw>& P, const DevCaps& caps) {
-  for (WPlace place : {WPlace::kAuto, WPlace::kStreamedOnly}) {
+  for (WPlace place : {WPlace::kAuto, WPlace::kStreamedOnly, WPlace::kSharedOnly}) {
     if constexpr (std::is_same_v<Tx, double>) {
       run_fwd<Tx, Tw, double, kGemmSimt, 64, 64, 16, 32, kXcl>(P, caps, place, "simt64x64");
     } else if constexpr (std::is_same_v<Tx, float>) {
@@ -437,6 +443,10 @@ int main(int argc, char** argv) {
       {0, {1, 100, 130, 90, 12, 3, 2, 0, 5, true, 1, true, true, 16}},   // stride 3 dil 2, CL mis
       {5, {1, 17, 19, 45, 4, 1, 3, 5, 4, false, 0, true, true, 17}},     // f64
       {4, {2, 48, 64, 97, 1, 1, 1, 0, 0, true, 0, false, false, 18}},    // K = 1
+      {0, {2, 130, 300, 290, 9, 1, 1, 4, 4, false, 0, true, true, 19}},  // shared h, 5 chunks
+      {2, {1, 70, 520, 200, 31, 1, 1, 15, 15, true, 1, false, true, 20}}, // shared h, CL, 3 passes
+      {4, {2, 40, 270, 150, 5, 1, 1, 0, 4, false, 0, true, false, 21}},  // shared h, TF32 / SIMT
+      {0, {3, 64, 600, 100, 7, 1, 1, 3, 3, false, 0, true, true, 22}},   // shared h, uneven groups
   };
   std::mt19937_64 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
@@ -468,7 +478,7 @@ int main(int argc, char** argv) {
       ++idx;
       continue;
     }
-    const int caps_index = idx % 3;
+    const int caps_index = idx % 4;
     std::printf("case %d: dtype %d caps %d %s\n", idx, dt, caps_index, c.str().c_str());
     std::fflush(stdout);
     run_dtype(dt, c, caps_index, /*backward=*/true);
