@@ -15,14 +15,14 @@ import torch
 import sepconv1d.functional as F
 
 
-def _dw(dtype, k, cl=False, bwd=False, b=32, c=512, length=8192, padding="same"):
+def _dw(dtype, k, cl=False, bwd=False, b=32, c=512, length=8192, padding="same", wdtype=None):
     def make():
         if cl:
             x = torch.randn(b, length, c, device="cuda", dtype=dtype).transpose(1, 2)
         else:
             x = torch.randn(b, c, length, device="cuda", dtype=dtype)
-        w = torch.randn(c, k, device="cuda", dtype=dtype)
-        bias = torch.randn(c, device="cuda", dtype=dtype)
+        w = torch.randn(c, k, device="cuda", dtype=wdtype or dtype)
+        bias = torch.randn(c, device="cuda", dtype=wdtype or dtype)
         if not bwd:
             return lambda: F.depthwise_conv1d(x, w, bias, padding=padding)
         x.requires_grad_(True)
@@ -59,6 +59,9 @@ CASES = {
     "dw_bwd_f32_cl_k9": _dw(torch.float32, 9, cl=True, bwd=True),
     "dw_fwd_f32_k63": _dw(torch.float32, 63),
     "dw_fwd_bf16_k63": _dw(torch.bfloat16, 63),
+    # Mamba-2.8B's conv1d: short rows (2048), bf16 x with fp32 weights
+    "dw_fwd_mamba": _dw(torch.bfloat16, 4, b=8, c=5120, length=2048, padding="causal", wdtype=torch.float32),
+    "dw_bwd_mamba": _dw(torch.bfloat16, 4, b=8, c=5120, length=2048, padding="causal", wdtype=torch.float32, bwd=True),
     "sep_fwd_bf16": _sep(torch.bfloat16),
     "sep_fwd_tf32": _sep(torch.float32),
     "sep_bwd_bf16": _sep(torch.bfloat16, bwd=True),

@@ -61,13 +61,16 @@ void dispatch_dtypes(torch::headeronly::ScalarType x_dtype, torch::headeronly::S
                   torch::headeronly::toString(w_dtype), ")");
 }
 
-// Kernel sizes compiled as constants. Everything else takes the generic path, K = 0 here meaning
-// "read K at run time".
+// Kernel sizes compiled as constants: 3, 5 and 9 (speech and vocoder models, Hyena) and 4 (Mamba's
+// causal conv, where the run-time tap loop made the short-row kernel instruction-bound).
+// Everything else takes the generic path, K = 0 here meaning "read K at run time".
 template <typename F>
 void dispatch_kernel_size(int64_t kernel_size, F&& f) {
   switch (kernel_size) {
     case 3:
       return f(std::integral_constant<int, 3>{});
+    case 4:
+      return f(std::integral_constant<int, 4>{});
     case 5:
       return f(std::integral_constant<int, 5>{});
     case 9:

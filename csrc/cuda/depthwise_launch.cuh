@@ -58,7 +58,7 @@ struct DevInfo {
 
 // Test knobs (the extension always uses the defaults).
 struct Tuning {
-  bool allow_specialized = true;  // K = 3, 5, 9 compiled kernels
+  bool allow_specialized = true;  // K = 3, 4, 5, 9 compiled kernels
   bool force_direct = false;
   int64_t smem_limit = -1;        // < 0: the device limit
   int64_t max_grid = INT_MAX;     // cap on grid size (tests force the grid-stride loops)
@@ -150,7 +150,8 @@ void prepare_kernel(Kern kern, int64_t smem, int device) {
 #endif
 }
 
-// Calls f(IC<K>{}) with K in {3, 5, 9} when a compiled kernel exists and applies, else f(IC<0>{}).
+// Calls f(IC<K>{}) with K in {3, 4, 5, 9} when a compiled kernel exists and applies, else
+// f(IC<0>{}).
 template <typename T, typename F>
 void with_kernel_size(const Problem& pr, bool fast, const Tuning& tune, F&& f) {
   if constexpr (std::is_same_v<T, double>) {
