@@ -857,28 +857,15 @@ class Runner:
             impls["ours"] = f_ours
         if run_peer:
             impls[PEER] = f_peer
-        fwd_err, bwd_err = {}, {}
-        for name, fn in impls.items():
-            try:
-                with torch.no_grad():
-                    fwd_err[name] = rel_err(fn(x0), y64)
-                if not case.grad:
-                    continue
-                if name == "ours" and self.has("depthwise_backward"):
-                    grads = ours.depthwise_backward(dy0, x0.detach(), w.detach(), s, pl, pr, d)
-                else:
-                    with torch.enable_grad():
-                        grads = torch.autograd.grad(fn(x0), (x0, w, b), dy0)
-                bwd_err[name] = {g: rel_err(t, r) for g, t, r in zip(("dx", "dw", "db"), grads, g64, strict=True)}
-            except Exception as err:
-                rec["check"].setdefault("errors", {})[name] = f"{type(err).__name__}: {_first_line(err)}"
-                self._after_error(err)
-            grads = None
+
+        def grads_of(name, fn):
+            if name == "ours" and self.has("depthwise_backward"):
+                return ours.depthwise_backward(dy0, x0.detach(), w.detach(), s, pl, pr, d)
+            with torch.enable_grad():
+                return torch.autograd.grad(fn(x0), (x0, w, b), dy0)
+
+        self._check_accuracy(rec, case, impls, x0, y64, g64, ("dx", "dw", "db"), grads_of, ("ours", PEER))
         del y64, g64
-        rec["check"]["fwd"] = fwd_err
-        rec["check"]["bwd"] = bwd_err
-        rec["check"]["tolerance"] = TOLERANCE[case.precision]
-        self._verdict(rec, case, ("ours", PEER))
 
         # Forward.
         fwd_sets = [(x.detach(),) for x, _ in sets]
@@ -941,6 +928,27 @@ class Runner:
                 return torch.autograd.grad(fn(x), (x, *params), dy)
 
         return rotating(call, sets)
+
+    def _check_accuracy(self, rec: dict, case: Case, impls: dict[str, Callable], x0: torch.Tensor,
+                        y64: torch.Tensor, g64: Sequence[torch.Tensor] | None, grad_names: Sequence[str],
+                        grads_of: Callable, subjects: Sequence[str]) -> None:
+        """Relative errors of every implementation against the float64 reference: the forward
+        output, and with case.grad the gradients grads_of(name, fn) returns (named grad_names);
+        then the verdict for `subjects`. An implementation that raises is recorded, not fatal."""
+        fwd_err, bwd_err = {}, {}
+        for name, fn in impls.items():
+            try:
+                with torch.no_grad():
+                    fwd_err[name] = rel_err(fn(x0), y64)
+                if case.grad:
+                    grads = grads_of(name, fn)
+                    bwd_err[name] = {g: rel_err(t, r) for g, t, r in zip(grad_names, grads, g64, strict=True)}
+                    del grads
+            except Exception as err:
+                rec["check"].setdefault("errors", {})[name] = f"{type(err).__name__}: {_first_line(err)}"
+                self._after_error(err)
+        rec["check"].update({"fwd": fwd_err, "bwd": bwd_err, "tolerance": TOLERANCE[case.precision]})
+        self._verdict(rec, case, subjects)
 
     def _verdict(self, rec: dict, case: Case, subjects: Sequence[str]) -> None:
         chk = rec["check"]
@@ -1014,27 +1022,17 @@ class Runner:
             g64 = torch.autograd.grad(y64, (x64, *p64), dy64) if case.grad else None
         y64 = y64.detach()
         del x64, dy64, p64
-        names = ("dx", "ddw", "ddw_b", "dpw", "dpw_b")
         impls = {"eager": f_eager}
         if self.has("separable"):
             impls["ours"] = f_ours
-        fwd_err, bwd_err = {}, {}
-        for name, fn in impls.items():
-            try:
-                with torch.no_grad():
-                    fwd_err[name] = rel_err(fn(x0), y64)
-                if not case.grad:
-                    continue
-                with torch.enable_grad():
-                    grads = torch.autograd.grad(fn(x0), (x0, *params), dy0)
-                bwd_err[name] = {n: rel_err(t, r) for n, t, r in zip(names, grads, g64, strict=True)}
-            except Exception as err:
-                rec["check"].setdefault("errors", {})[name] = f"{type(err).__name__}: {_first_line(err)}"
-                self._after_error(err)
-            grads = None
+
+        def grads_of(name, fn):
+            with torch.enable_grad():
+                return torch.autograd.grad(fn(x0), (x0, *params), dy0)
+
+        self._check_accuracy(rec, case, impls, x0, y64, g64, ("dx", "ddw", "ddw_b", "dpw", "dpw_b"),
+                             grads_of, ("ours",))
         del y64, g64
-        rec["check"].update({"fwd": fwd_err, "bwd": bwd_err, "tolerance": TOLERANCE[case.precision]})
-        self._verdict(rec, case, ("ours",))
 
         fwd_sets = [(x.detach(),) for x, _ in sets]
 
