@@ -358,7 +358,8 @@ void run_dpw(Problem<Tx, Tw>& P, const DevCaps& caps, const char* cfg) {
          worst, bad);
 }
 
-// Every forward configuration the extension can pick for this dtype pair, both weight placements.
+// Every forward configuration the extension can pick for this dtype pair, under each placement:
+// auto (resident when it pays), streamed W, and shared h (several Cout passes per depthwise).
 template <typename Tx, typename Tw, bool kXcl>
 void fwd_all(Problem<Tx, Tw>& P, const DevCaps& caps) {
   for (WPlace place : {WPlace::kAuto, WPlace::kStreamedOnly, WPlace::kSharedOnly}) {
