@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from . import _shapes
-from ._ops import ops
+from . import _ops
 from ._shapes import PaddingArg
 
 
@@ -40,7 +40,7 @@ def depthwise_conv1d(
     bias = _shapes.check_bias("bias", bias, x.shape[1], weight, x)
     pad_left, pad_right = _shapes.resolve_padding(padding, kernel_size, stride, dilation)
     _shapes.check_length(x, kernel_size, pad_left, pad_right, dilation)
-    return ops.depthwise_conv1d(x, weight, bias, stride, pad_left, pad_right, dilation)
+    return _ops.depthwise_conv1d(x, weight, bias, stride, pad_left, pad_right, dilation)
 
 
 def separable_conv1d(
@@ -85,5 +85,5 @@ def separable_conv1d(
     pad_left, pad_right = _shapes.resolve_padding(padding, kernel_size, stride, dilation)
     _shapes.check_length(x, kernel_size, pad_left, pad_right, dilation)
     allow_tf32 = bool(torch.backends.cudnn.allow_tf32)
-    return ops.separable_conv1d(x, dw_weight, dw_bias, pw_weight, pw_bias, stride, pad_left, pad_right,
+    return _ops.separable_conv1d(x, dw_weight, dw_bias, pw_weight, pw_bias, stride, pad_left, pad_right,
                                 dilation, allow_tf32)

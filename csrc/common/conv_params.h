@@ -53,6 +53,12 @@ inline bool is_channels_last(const Tensor& x) {
   return x.size(1) > 1 && x.stride(1) == 1 && x.stride(2) != 1;
 }
 
+// t itself when already contiguous: a contiguous() call costs a dispatcher round trip even when it
+// returns t, and the ops make several per call.
+inline Tensor contiguous_if_needed(const Tensor& t) {
+  return t.is_contiguous() ? t : torch::stable::contiguous(t);
+}
+
 // Kernels read activations either channel-first (unit stride along L) or channel-last (unit
 // stride along C), any batch/other stride. Anything else is copied once to channel-first.
 inline Tensor as_kernel_layout(const Tensor& x) {

@@ -328,7 +328,7 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
     // Sums over nothing: zeros (split = 0 makes the reduction write 0).
     if (want_wb) {
       auto kern = &dw_reduce_kernel<A, W>;
-      const int64_t grid = clamp64(ceil_div((pr.K + 1) * pr.C, kThreads), 1, int64_t(dev.sms) * 32);
+      const int64_t grid = clamp64(ceil_div((pr.K + 1) * pr.C, kRedOut), 1, int64_t(dev.sms) * 32);
       DW_LAUNCH(kern, grid, size_t(0), stream, static_cast<const A*>(nullptr), int64_t(0), pr.K,
                 pr.C, want_w ? dw : nullptr, want_b ? db : nullptr);
       DW_CHECK_LAUNCH("dw_reduce_kernel");
@@ -385,7 +385,7 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
 
   auto launch_reduce = [&](const A* part, int64_t split) {
     auto kern = &dw_reduce_kernel<A, W>;
-    const int64_t grid = clamp64(ceil_div((pr.K + 1) * pr.C, kThreads), 1, int64_t(dev.sms) * 32);
+    const int64_t grid = clamp64(ceil_div((pr.K + 1) * pr.C, kRedOut), 1, int64_t(dev.sms) * 32);
     DW_LAUNCH(kern, grid, size_t(0), stream, part, split, pr.K, pr.C, want_w ? dw : nullptr,
               want_b ? db : nullptr);
     DW_CHECK_LAUNCH("dw_reduce_kernel");

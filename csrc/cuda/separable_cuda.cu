@@ -14,10 +14,12 @@
 #include <torch/csrc/stable/tensor.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <tuple>
+#include <utility>
 #include <type_traits>
 #include <vector>
 
@@ -229,7 +231,7 @@ void check_sizes(const ConvGeometry& g) {
 
 std::optional<Tensor> contiguous_opt(const std::optional<Tensor>& t) {
   if (!t.has_value()) return std::nullopt;
-  return torch::stable::contiguous(*t);
+  return contiguous_if_needed(*t);
 }
 
 Tensor separable_conv1d_cuda(const Tensor& x, const Tensor& dw_weight,
@@ -246,8 +248,8 @@ Tensor separable_conv1d_cuda(const Tensor& x, const Tensor& dw_weight,
   Tensor y = new_activation(xk, g.out_channels, g.out_length, x.scalar_type());
   if (y.numel() == 0) return y;
   check_sizes(g);
-  const Tensor dw = torch::stable::contiguous(flat_depthwise_weight(dw_weight));
-  const Tensor pw = torch::stable::contiguous(flat_pointwise_weight(pw_weight));
+  const Tensor dw = contiguous_if_needed(flat_depthwise_weight(dw_weight));
+  const Tensor pw = contiguous_if_needed(flat_pointwise_weight(pw_weight));
   const std::optional<Tensor> dwb = contiguous_opt(dw_bias);
   const std::optional<Tensor> pwb = contiguous_opt(pw_bias);
   separable_forward_into(xk, dw, dwb, pw, pwb, g, allow_tf32, y);
@@ -282,7 +284,8 @@ bool launch_dpw(const Tensor& dy, const Tensor& xk, const Tensor& dw,
       plan.p);
   check_launch("sep_dpw_kernel");
   sep_dpw_reduce_kernel<Tw><<<static_cast<unsigned>(plan.reduce_blocks), 256, 0, stream>>>(
-      plan.p.part, static_cast<Tw*>(out.data_ptr()), g.out_channels * g.channels, plan.p.splits);
+      plan.p.part, static_cast<Tw*>(out.data_ptr()), nullptr, g.out_channels, g.channels,
+      g.channels, plan.p.splits);
   check_launch("sep_dpw_reduce_kernel");
   return true;
 }
@@ -332,6 +335,123 @@ Tensor pointwise_weight_grad(const Tensor& dy, const Tensor& xk, const Tensor& d
 }
 
 
+// ---- half-precision backward through cuBLAS -------------------------------------------------------
+// bf16/fp16: the two GEMMs of the backward (dh = pw^T dy and d pw = sum dy h^T) run on cuBLAS,
+// with h recomputed into a transient buffer by the depthwise kernel. Neither GEMM gains from
+// fusion here: dh has to reach device memory for the depthwise backward anyway, and the reduction
+// of d pw over (batch, length) is a long-K GEMM that cuBLAS runs near the tensor-core rate, where
+// the fused kernels (one short step per 32 positions, h recomputed per Cout tile) reached about a
+// quarter of it. The autograd graph still holds no B x Cin x L tensor: h lives only inside this
+// call. float32 keeps the fused kernels: cuBLAS follows the matmul TF32 flag, the op the
+// convolution one. Measurements: csrc/NOTES.md, "Separable backward v2".
+
+// aten::mm.dtype / aten::bmm.dtype: half inputs, float32 result (cuBLAS, fp32 accumulation).
+Tensor gemm_f32_out(const char* op, const Tensor& a, const Tensor& b) {
+  std::array<StableIValue, 3> stack{torch::stable::detail::from(a), torch::stable::detail::from(b),
+                                    torch::stable::detail::from(ScalarType::Float)};
+  STABLE_TORCH_ERROR_CODE_CHECK(torch_call_dispatcher(op, "dtype", stack.data(), TORCH_ABI_VERSION));
+  return torch::stable::detail::to<Tensor>(stack[0]);
+}
+
+// aten::bmm in the inputs' dtype.
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  std::array<StableIValue, 2> stack{torch::stable::detail::from(a), torch::stable::detail::from(b)};
+  STABLE_TORCH_ERROR_CODE_CHECK(torch_call_dispatcher("aten::bmm", "", stack.data(), TORCH_ABI_VERSION));
+  return torch::stable::detail::to<Tensor>(stack[0]);
+}
+
+Tensor to_dtype(const Tensor& t, ScalarType dt) {
+  return t.scalar_type() == dt ? t : torch::stable::to(t, std::optional<ScalarType>(dt));
+}
+
+// d pw (Cout, Cin) in dtype wt for half x: h = depthwise(x) + dw_bias in x's dtype (what the
+// forward's MMA rounds h to), then one float32-output GEMM over all (b, j). With want_bias, h gets
+// 8 extra channels of ones, so the same GEMM also yields d pw_bias = sum_{b,j} dy (column Cin; 8
+// keeps the leading dimensions multiples of 8): a strided torch sum over dims (0, 2) of dy took
+// 113 us at the seed shape, as long as the GEMM.
+//  - channel-last: dy and h are (B*L, C) row-major matrices: d pw = dy^T h, no copies.
+//  - channel-first: either per-batch products (B, Cout, Ce) in float32, summed over b by
+//    sep_dpw_reduce_kernel in batch order, or h written
+//    as (Ce, B*L) and a (Cout, B*L) copy of dy in one GEMM, whichever moves fewer extra bytes.
+std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
+    const Tensor& dy, const Tensor& xk, const Tensor& dw, const std::optional<Tensor>& dwb,
+    const ConvGeometry& g, ScalarType wt, bool want_bias) {
+  const ScalarType xt = xk.scalar_type();
+  const int64_t B = g.batch, Cin = g.channels, Cout = g.out_channels, Lo = g.out_length;
+  const int64_t Ce = Cin + (want_bias ? 8 : 0);  // h channels: Cin, then ones
+  ConvGeometry gd = g;
+  gd.out_channels = Cin;
+  // hbuf holds h with the channel dimension at `cdim`; h is its (B, Cin, L) view.
+  auto fill_ones = [&](Tensor& hbuf, int64_t cdim) {
+    if (!want_bias) return;
+    Tensor ones = torch::stable::narrow(hbuf, cdim, Cin, Ce - Cin);
+    torch::stable::fill_(ones, 1.0);
+  };
+  Tensor prod;  // float32 (Cout, Ce)
+  if (is_channels_last(xk)) {
+    Tensor hbuf = torch::stable::empty({B, Lo, Ce}, xt, std::nullopt, xk.device());
+    Tensor h = torch::stable::transpose(torch::stable::narrow(hbuf, 2, 0, Cin), 1, 2);
+    depthwise_forward_into(xk, dw, dwb, gd, h);
+    fill_ones(hbuf, 2);
+    const Tensor h2 = torch::stable::reshape(hbuf, {B * Lo, Ce});
+    const Tensor d2 = torch::stable::reshape(torch::stable::transpose(dy, 1, 2), {B * Lo, Cout});
+    prod = gemm_f32_out("aten::mm", torch::stable::transpose(d2, 0, 1), h2);
+  } else {
+    const int64_t partial_bytes = 2 * B * Cout * Ce * 4;
+    const int64_t copy_bytes = 2 * B * Cout * Lo * static_cast<int64_t>(dy.element_size());
+    if (B == 1 || partial_bytes <= 2 * copy_bytes) {  // the strided copy runs at ~1.5 TB/s
+      Tensor hbuf = torch::stable::empty({B, Ce, Lo}, xt, std::nullopt, xk.device());
+      Tensor h = torch::stable::narrow(hbuf, 1, 0, Cin);
+      depthwise_forward_into(xk, dw, dwb, gd, h);
+      fill_ones(hbuf, 1);
+      prod = gemm_f32_out("aten::bmm", dy, torch::stable::transpose(hbuf, 1, 2));
+    } else {
+      // h as (Ce, B, L): the depthwise kernel takes any batch/channel strides with unit L stride.
+      Tensor hbuf = torch::stable::empty({Ce, B, Lo}, xt, std::nullopt, xk.device());
+      Tensor h = torch::stable::transpose(torch::stable::narrow(hbuf, 0, 0, Cin), 0, 1);
+      depthwise_forward_into(xk, dw, dwb, gd, h);
+      fill_ones(hbuf, 0);
+      const Tensor d2 = torch::stable::reshape(
+          torch::stable::contiguous(torch::stable::transpose(dy, 0, 1)), {Cout, B * Lo});
+      const Tensor h2 = torch::stable::reshape(hbuf, {Ce, B * Lo});
+      prod = gemm_f32_out("aten::mm", d2, torch::stable::transpose(h2, 0, 1));
+    }
+  }
+  // prod: float32 (S, Cout, Ce) or (Cout, Ce), contiguous. One kernel sums the S per-batch
+  // products in order and writes d pw (and d pw_bias) in the weight dtype.
+  const int splits = prod.dim() == 3 ? static_cast<int>(prod.size(0)) : 1;
+  Tensor gw = torch::stable::empty({Cout, Cin}, wt, std::nullopt, xk.device());
+  std::optional<Tensor> gb;
+  if (want_bias) gb = torch::stable::empty({Cout}, wt, std::nullopt, xk.device());
+  const int64_t n = Cout * (Cin + (want_bias ? 1 : 0));
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(n, 256), 4096));
+  dispatch_dtypes(xt, wt, "separable_conv1d_backward", [&](auto, auto wtag) {
+    using Tw = native_t<typename decltype(wtag)::type>;
+    sep_dpw_reduce_kernel<Tw><<<blocks, 256, 0, current_stream(xk)>>>(
+        static_cast<const float*>(prod.const_data_ptr()), static_cast<Tw*>(gw.data_ptr()),
+        want_bias ? static_cast<Tw*>(gb->data_ptr()) : nullptr, Cout, Cin, Ce, splits);
+    check_launch("sep_dpw_reduce_kernel");
+  });
+  return {gw, gb};
+}
+
+// dh = pw^T dy (B, Cin, L) in x's dtype and layout, for half x (pw rounded to x's dtype, as the
+// forward's MMA operand; fp32 accumulation in cuBLAS).
+Tensor pointwise_input_grad_gemm(const Tensor& dy, const Tensor& pw, const Tensor& xk,
+                                 const ConvGeometry& g) {
+  const Tensor w = contiguous_if_needed(to_dtype(pw, xk.scalar_type()));  // (Cout, Cin)
+  const int64_t B = g.batch, Cin = g.channels, Cout = g.out_channels, Lo = g.out_length;
+  if (is_channels_last(xk)) {  // (B*L, Cout) @ (Cout, Cin) -> (B*L, Cin): one GEMM
+    const Tensor d2 = torch::stable::reshape(torch::stable::transpose(dy, 1, 2), {B * Lo, Cout});
+    const Tensor r = torch::stable::matmul(d2, w);
+    return torch::stable::transpose(torch::stable::reshape(r, {B, Lo, Cin}), 1, 2);
+  }
+  // Batched GEMM with pw^T shared by every batch (zero batch stride: no copy of pw per batch).
+  const Tensor wt3 = torch::stable::from_blob(const_cast<void*>(w.const_data_ptr()), {B, Cin, Cout},
+                                              {0, 1, Cin}, w.device(), w.scalar_type());
+  return bmm(wt3, dy);
+}
+
 // Fills `out` (weight dtype) with zeros.
 Tensor zeros_like_param(const Tensor& like) {
   Tensor t = new_param_grad(like, like.scalar_type());
@@ -356,15 +476,18 @@ separable_conv1d_backward_cuda(const Tensor& grad_out, const Tensor& x, const Te
 
   const Tensor xk = as_kernel_layout(x);
   const bool cl = is_channels_last(xk);
-  const Tensor dw = torch::stable::contiguous(flat_depthwise_weight(dw_weight));
-  const Tensor pw = torch::stable::contiguous(flat_pointwise_weight(pw_weight));
+  const Tensor dw = contiguous_if_needed(flat_depthwise_weight(dw_weight));
+  const Tensor pw = contiguous_if_needed(flat_pointwise_weight(pw_weight));
   const std::optional<Tensor> dwb = contiguous_opt(dw_bias);
   const ScalarType wt = pw_weight.scalar_type();
 
   std::optional<Tensor> gx, gdw, gdb, gpw, gpb;
   const bool empty_dy = grad_out.numel() == 0;
 
-  if (need_grad_pw_bias) {
+  const bool gemm_path = is_half_type(x.scalar_type());
+  // The half-precision GEMM path computes d pw_bias along with d pw_weight.
+  const bool pwb_by_gemm = gemm_path && need_grad_pw_weight && !empty_dy && g.channels > 0;
+  if (need_grad_pw_bias && !pwb_by_gemm) {
     if (empty_dy) {
       gpb = torch::stable::new_zeros(pw, {g.out_channels}, wt);
     } else {
@@ -381,6 +504,10 @@ separable_conv1d_backward_cuda(const Tensor& grad_out, const Tensor& x, const Te
   if (need_grad_pw_weight) {
     if (empty_dy || g.channels == 0) {
       gpw = zeros_like_param(pw);
+    } else if (gemm_path) {
+      auto res = pointwise_weight_grad_gemm(dy, xk, dw, dwb, g, wt, need_grad_pw_bias);
+      gpw = res.first;
+      if (need_grad_pw_bias) gpb = res.second;
     } else {
       gpw = pointwise_weight_grad(dy, xk, dw, dwb, g, allow_tf32, wt);
     }
@@ -398,13 +525,18 @@ separable_conv1d_backward_cuda(const Tensor& grad_out, const Tensor& x, const Te
       if (need_grad_dw_weight) gdw = zeros_like_param(dw);
       if (need_grad_dw_bias) gdb = torch::stable::new_zeros(dw, {g.channels}, wt);
     } else {
-      // dh = pw^T dy: the fused kernel with an identity depthwise over Cout "input" channels.
-      Tensor dh = new_activation(xk, g.channels, g.out_length, x.scalar_type());
-      const ConvGeometry gp = pointwise_geometry(g.batch, g.out_channels, g.channels, g.out_length);
-      const std::optional<Tensor> none;
-      PwSource src{&pw, /*so=*/1, /*sc=*/pw.stride(0), &none, nullptr, &none, true};
-      STD_TORCH_CHECK(run_fused(dy, dh, gp, src, allow_tf32),
-                      "sepconv1d: separable_conv1d_backward dh launch does not fit");
+      Tensor dh;
+      if (gemm_path) {
+        dh = pointwise_input_grad_gemm(dy, pw, xk, g);
+      } else {
+        // dh = pw^T dy: the fused kernel with an identity depthwise over Cout "input" channels.
+        dh = new_activation(xk, g.channels, g.out_length, x.scalar_type());
+        const ConvGeometry gp = pointwise_geometry(g.batch, g.out_channels, g.channels, g.out_length);
+        const std::optional<Tensor> none;
+        PwSource src{&pw, /*so=*/1, /*sc=*/pw.stride(0), &none, nullptr, &none, true};
+        STD_TORCH_CHECK(run_fused(dy, dh, gp, src, allow_tf32),
+                        "sepconv1d: separable_conv1d_backward dh launch does not fit");
+      }
       auto res = depthwise_backward(dh, xk, dw, gd, need_grad_x, need_grad_dw_weight,
                                     need_grad_dw_bias);
       gx = std::get<0>(res);

@@ -310,15 +310,27 @@ __global__ void __launch_bounds__(kThreads, 2) sep_dpw_kernel(const DpwParams p)
   }
 }
 
-// out[i] = sum_s part[s][i], s ascending (deterministic), in the weight dtype.
+// out[o][c] = sum_s part[s][o][c] and, with bias_out, bias_out[o] = sum_s part[s][o][cin]; s
+// ascending (deterministic), in the weight dtype. part rows have `pitch` >= cin (+ 1) floats.
 template <typename Tw>
 __global__ void sep_dpw_reduce_kernel(const float* __restrict__ part, Tw* __restrict__ out,
-                                      int64_t n, int splits) {
+                                      Tw* __restrict__ bias_out, int64_t cout, int64_t cin,
+                                      int64_t pitch, int splits) {
+  const int64_t row = bias_out != nullptr ? cin + 1 : cin;
+  const int64_t n = cout * row;
+  const int64_t split_step = cout * pitch;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t o = i / row;
+    const int64_t c = i - o * row;
+    const float* src = part + o * pitch + c;
     float s = 0.0f;
-    for (int k = 0; k < splits; ++k) s += part[static_cast<int64_t>(k) * n + i];
-    out[i] = static_cast<Tw>(s);
+    for (int k = 0; k < splits; ++k) s += src[k * split_step];
+    if (c < cin) {
+      out[o * cin + c] = static_cast<Tw>(s);
+    } else {
+      bias_out[o] = static_cast<Tw>(s);
+    }
   }
 }
 

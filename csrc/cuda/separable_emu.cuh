@@ -214,6 +214,20 @@ inline void cp_async_wait_all() {
   sepemu::tl_pending->clear();
 }
 
+// Butterfly exchange inside a warp (every lane of the warp must call it).
+template <typename T>
+inline T __shfl_xor_sync(unsigned, T v, int lane_mask) {
+  static_assert(sizeof(T) <= sizeof(uint32_t[4]), "");
+  sepemu::WarpX& w = *sepemu::tl_warp;
+  const unsigned l = sepemu::lane();
+  std::memcpy(w.a[l], &v, sizeof(T));
+  sepemu::warp_sync();
+  T r;
+  std::memcpy(&r, w.a[l ^ unsigned(lane_mask & 31)], sizeof(T));
+  sepemu::warp_sync();
+  return r;
+}
+
 // Four 8x8 b16 matrices; lane l gives the row address of row (l & 7) of matrix (l >> 3).
 inline void ldmatrix_x4_impl(uint32_t (&r)[4], const void* p, bool trans) {
   sepemu::check_smem(p, 16, 16);

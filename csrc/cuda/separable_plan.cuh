@@ -230,7 +230,10 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   pp.K = static_cast<int>(g.kernel_size);
   pp.kp = static_cast<int>(kp);
   pp.transpose_w = Tile::kWTransposed ? 1 : 0;
-  out.prep_blocks = std::min<int64_t>(ceil_div(cout_pad * cin_pad + cin_pad * kp + cout_pad, 256), 4096);
+  // Elementwise weight conversion, then one warp per output channel for the folded bias.
+  out.prep_blocks = std::min<int64_t>(
+      std::max(ceil_div(cout_pad * cin_pad + cin_pad * kp, 256), ceil_div(cout_pad, kThreads / 32)),
+      4096);
 
   p.dw.dwb = nullptr;  // folded into the bias
   p.y = y;

@@ -328,8 +328,8 @@ void run_dpw(Problem<Tx, Tw>& P, const DevCaps& caps, const char* cfg) {
                    size_t(plan.smem), plan.p);
     out[rep].assign(size_t(c.Cout * c.Cin), poison<Tw>());
     sepemu::launch(sep_dpw_reduce_kernel<Tw>, plan.reduce_blocks, 256, 0,
-                   (const float*)plan.p.part, out[rep].data(), int64_t(c.Cout * c.Cin),
-                   int(plan.p.splits));
+                   (const float*)plan.p.part, out[rep].data(), (Tw*)nullptr, int64_t(c.Cout),
+                   int64_t(c.Cin), int64_t(c.Cin), int(plan.p.splits));
   }
   double worst = 0.0;
   int64_t bad = 0;
@@ -448,6 +448,11 @@ int main(int argc, char** argv) {
       {2, {1, 70, 520, 200, 31, 1, 1, 15, 15, true, 1, false, true, 20}}, // shared h, CL, 3 passes
       {4, {2, 40, 270, 150, 5, 1, 1, 0, 4, false, 0, true, false, 21}},  // shared h, TF32 / SIMT
       {0, {3, 64, 600, 100, 7, 1, 1, 3, 3, false, 0, true, true, 22}},   // shared h, uneven groups
+      // Rows long enough for interior tiles (unchecked x staging) next to both row edges.
+      {0, {1, 40, 70, 1000, 9, 1, 1, 4, 4, false, 0, true, true, 23}},
+      {4, {1, 32, 260, 700, 5, 1, 1, 2, 2, false, 0, true, true, 24}},
+      {2, {2, 48, 300, 600, 3, 1, 1, 0, 2, false, 0, true, true, 25}},
+      {0, {2, 64, 256, 512, 9, 1, 1, 4, 4, false, 0, true, true, 26}},   // full tiles: unchecked pair stores
   };
   std::mt19937_64 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
