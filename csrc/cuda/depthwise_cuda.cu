@@ -1,6 +1,6 @@
 // CUDA kernels of torch.ops.sepconv1d.depthwise_conv1d and depthwise_conv1d_backward.
-// Kernels: depthwise_kernels.cuh; launch planning: depthwise_launch.cuh; design notes and
-// expected speeds: csrc/NOTES.md ("Depthwise CUDA v1").
+// Kernels: depthwise_kernels.cuh and depthwise_fwd_reg.cuh; launch planning: depthwise_launch.cuh;
+// design notes and expected speeds: csrc/NOTES.md ("Depthwise CUDA v1", "... v4").
 #include "cuda/depthwise_cuda.h"
 
 #include "common/conv_params.h"

@@ -84,6 +84,23 @@ inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask) {
   return out;
 }
 
+// Indexed shuffle (width 32): lane l gets the value of lane src_lane mod 32.
+template <typename T>
+inline T __shfl_sync(unsigned mask, T v, int src_lane) {
+  static_assert(sizeof(T) <= 8, "shuffle of at most 8 bytes");
+  ::dwemu::check(mask == 0xffffffffu, "full-warp shuffle", __FILE__, __LINE__);
+  uint64_t u = 0;
+  std::memcpy(&u, &v, sizeof(T));
+  const unsigned lane = threadIdx.x & 31u;
+  ::dwemu::tl_wbuf[lane] = u;
+  ::dwemu::tl_wbar->arrive_and_wait();
+  const uint64_t r = ::dwemu::tl_wbuf[unsigned(src_lane) & 31u];
+  ::dwemu::tl_wbar->arrive_and_wait();
+  T out;
+  std::memcpy(&out, &r, sizeof(T));
+  return out;
+}
+
 template <typename T>
 inline T __ldg(const T* p) {
   return *p;

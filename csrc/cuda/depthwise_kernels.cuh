@@ -25,6 +25,8 @@
 //   LDS.128 + one broadcast LDS.128 of weights per V*V FMAs).
 //   General path (any stride/dilation, run-time K): thread t owns outputs t, t+128, ... and reads
 //   scalars (lane-consecutive, conflict-free for stride 1).
+//   The common fast case (compiled K and pad_left, 16-byte-aligned rows) takes the register-direct
+//   forward instead (depthwise_fwd_reg.cuh, no shared memory).
 // CL tile kernels: a block owns 32 channel vectors (32*V channels) x TP positions. Warp w covers
 //   channel vectors 8w..8w+7 (lane & 7) and 4 position groups (lane >> 3); a thread owns V
 //   consecutive positions x V channels per item. Taps in chunks of V; weights live in shared
@@ -689,7 +691,7 @@ struct FwdArgs {
   int tile;           // CF: outputs per tile; CL: positions per tile
   int off;            // CF: (-pl) mod G*V, the window offset inside a fetch group
   int nsm;            // CF: shared vectors of the x tile; CL: shared rows of the x tile
-  int64_t ntiles;     // tiles per row (CF) / per (b, group) (CL)
+  int64_t ntiles;     // tiles per row (CF) / per (b, group) (CL); warp items per row (CF reg)
   int64_t total;      // CF: B*C*ntiles work items; CL: B*ntiles work items per channel group
   int64_t split;      // CL: blocks per channel group
 };

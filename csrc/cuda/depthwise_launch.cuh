@@ -1,12 +1,14 @@
-// Launch planning for the depthwise kernels: path choice (CF / CL tile kernels, or the direct
-// kernels), tile sizes, shared-memory extents, grid and split sizes. Torch-free so that the same
-// planning runs under the host emulator (DW_EMULATE). The includer defines
+// Launch planning for the depthwise kernels: path choice (CF / CL tile kernels, the
+// register-direct CF forward, or the direct kernels), tile sizes, shared-memory extents, grid and
+// split sizes. Torch-free so that the same planning runs under the host emulator (DW_EMULATE).
+// The includer defines
 //   DW_HOST_CHECK(cond, msg)  host-side argument / size check that throws
 //   DW_CHECK_LAUNCH(name)     error check right after a kernel launch
 #pragma once
 
 #include "common/dispatch.h"
 #include "cuda/depthwise_kernels.cuh"
+#include "cuda/depthwise_fwd_reg.cuh"
 
 #ifndef DW_EMULATE
 #include <cuda_runtime.h>
@@ -59,6 +61,7 @@ struct DevInfo {
 // Test knobs (the extension always uses the defaults).
 struct Tuning {
   bool allow_specialized = true;  // K = 3, 4, 5, 9 compiled kernels
+  bool allow_reg_fwd = true;      // register-direct CF forward (depthwise_fwd_reg.cuh)
   bool force_direct = false;
   int64_t smem_limit = -1;        // < 0: the device limit
   int64_t max_grid = INT_MAX;     // cap on grid size (tests force the grid-stride loops)
@@ -219,13 +222,32 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
   a.fast = fast;
 
   if (path == Path::CF) {
-    // Thread items of cf_fwd_item<T, K_ > 0>() outputs; the x tile starts on an N = G*V boundary
-    // (16 bytes of T). Planned per kernel (the item width depends on the K path).
+    // Compiled K with 16-byte-aligned rows and a compiled pad_left: the register-direct kernel.
+    // Otherwise the tile kernel: thread items of cf_fwd_item<T, K_ > 0>() outputs; the x tile
+    // starts on an N = G*V boundary (16 bytes of T). Planned per kernel (the item width depends on
+    // the K path).
     constexpr int G = gvec_of<T>();
     constexpr int64_t N = int64_t(G) * V;
+    a.x_vec = cf_vec_level<T, V, G>(x, xd);
+    a.y_vec = cf_vec_level<T, V, G>(y, yd);
     bool launched = false;
     with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
       constexpr int KC = decltype(kc)::value;
+      if constexpr (KC > 0) {
+        if (tune.allow_reg_fwd && a.x_vec == kVecGroup && a.y_vec == kVecGroup) {
+          FwdArgs<T, W> ra = a;
+          ra.ntiles = ceil_div(pr.Lo, reg_fwd_span<T>());  // warp work items per row
+          ra.total = pr.B * pr.C * ra.ntiles;
+          const int64_t grid =
+              clamp64(ceil_div(ra.total, kWarps), 1, std::min<int64_t>(tune.max_grid, INT_MAX));
+          launched = with_reg_pad<KC>(pr.pl, [&](auto pc) {
+            auto kern = &dw_fwd_cf_reg_kernel<T, W, KC, decltype(pc)::value>;
+            DW_LAUNCH(kern, grid, size_t(0), stream, ra);
+            DW_CHECK_LAUNCH("dw_fwd_cf_reg_kernel");
+          });
+          if (launched) return;
+        }
+      }
       const int64_t per_item = int64_t(kThreads) * cf_fwd_item<T, (KC > 0)>();
       const int items = int(clamp64(ceil_div(pr.Lo, per_item), 1, kCfItemsFwd));
       const int64_t tile = per_item * items;
@@ -236,8 +258,6 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
       const int64_t nsm = ceil_div(x_ext, N) * G;
       const int64_t smem = (nsm * V + kp) * int64_t(sizeof(A));
       if (smem > limit) return;
-      a.x_vec = cf_vec_level<T, V, G>(x, xd);
-      a.y_vec = cf_vec_level<T, V, G>(y, yd);
       a.items = items;
       a.tile = int(tile);
       a.off = int(pos_mod(-pr.pl, N));

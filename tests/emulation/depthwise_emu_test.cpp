@@ -65,9 +65,11 @@ bool same_bits(T a, T b) {
   return std::memcmp(&a, &b, sizeof(T)) == 0;
 }
 
-enum LayoutKind { L_CF, L_CFPAD, L_CL, L_CLPAD, L_STRIDED, L_NKINDS };
+// cfal: channel-first rows whose stride is rounded up to 8 elements, plus 8 (16-byte-aligned rows
+// of any length, with a poisoned gap after each row).
+enum LayoutKind { L_CF, L_CFPAD, L_CL, L_CLPAD, L_STRIDED, L_CFAL, L_NKINDS };
 const char* kind_name(int k) {
-  static const char* n[] = {"cf", "cfpad", "cl", "clpad", "strided"};
+  static const char* n[] = {"cf", "cfpad", "cl", "clpad", "strided", "cfal"};
   return n[k];
 }
 
@@ -91,6 +93,7 @@ struct Buf {
       case L_CFPAD: d = {C * (n + 3) + 5, n + 3, 1}; break;
       case L_CL: d = {n * C, 1, C}; break;
       case L_CLPAD: d = {n * (C + 3) + 7, 1, C + 3}; break;
+      case L_CFAL: d = {C * ((n + 7) / 8 * 8 + 8), (n + 7) / 8 * 8 + 8, 1}; break;
       default: d = {C * n * 2 + 1, n * 2, 2}; break;
     }
     int64_t maxi = 0;
@@ -106,18 +109,19 @@ struct Case {
   int xoff, yoff;
   Tuning tune;
   int grads = -1;  // wanted gradients, bits x 1, w 2, b 4 (0 means all); -1: derived from the case
+  const char* expect_fwd = nullptr;  // forward kernel the case must take (nullptr: any)
 };
 
 std::string describe(const Case& c) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "B%lld C%lld L%lld K%lld s%lld d%lld pad(%lld,%lld) bias%d x:%s+%d y:%s+%d "
-                "spec%d direct%d smem%lld grid%lld split%lld",
+                "spec%d reg%d direct%d smem%lld grid%lld split%lld",
                 (long long)c.B, (long long)c.C, (long long)c.L, (long long)c.K, (long long)c.s,
                 (long long)c.d, (long long)c.pl, (long long)c.pr, int(c.bias), kind_name(c.xkind),
                 c.xoff, kind_name(c.ykind), c.yoff, int(c.tune.allow_specialized),
-                int(c.tune.force_direct), (long long)c.tune.smem_limit, (long long)c.tune.max_grid,
-                (long long)c.tune.force_split);
+                int(c.tune.allow_reg_fwd), int(c.tune.force_direct), (long long)c.tune.smem_limit,
+                (long long)c.tune.max_grid, (long long)c.tune.force_split);
   return buf;
 }
 
@@ -173,6 +177,18 @@ bool run_case(const Case& cs, std::mt19937_64& rng, bool verbose) {
   forward<T, W>(pr, x.ptr(), x.d, w.data(), bias_p, y.ptr(), y.d, nullptr, dev, cs.tune);
   const std::string fwd_kernels = g_last_kernels;
   forward<T, W>(pr, x.ptr(), x.d, w.data(), bias_p, y2.ptr(), y2.d, nullptr, dev, cs.tune);
+  if (cs.expect_fwd != nullptr && fwd_kernels.find(cs.expect_fwd) == std::string::npos) {
+    fail("fwd-path", -1, -1, -1, 0, 0);
+  }
+  // The register-direct forward rounds exactly like the tile kernel: compare bits with it.
+  const bool used_reg = fwd_kernels.find("dw_fwd_cf_reg_kernel") != std::string::npos;
+  Buf<T> y3;
+  if (used_reg) {
+    Tuning tile_tune = cs.tune;
+    tile_tune.allow_reg_fwd = false;
+    y3.init(cs.ykind, cs.B, cs.C, Lo, cs.yoff);
+    forward<T, W>(pr, x.ptr(), x.d, w.data(), bias_p, y3.ptr(), y3.d, nullptr, dev, tile_tune);
+  }
   for (int64_t b = 0; b < cs.B; ++b)
     for (int64_t c = 0; c < cs.C; ++c)
       for (int64_t j = 0; j < Lo; ++j) {
@@ -191,6 +207,9 @@ bool run_case(const Case& cs, std::mt19937_64& rng, bool verbose) {
                            out_eps<T>() * std::fabs(ref) + out_abs<T>();
         if (!(std::fabs(got - ref) <= tol)) fail("fwd", b, c, j, got, ref);
         if (!same_bits(y.at(b, c, j), y2.at(b, c, j))) fail("fwd-determinism", b, c, j, got, ref);
+        if (used_reg && !same_bits(y.at(b, c, j), y3.at(b, c, j))) {
+          fail("fwd-reg-vs-tile", b, c, j, got, to_d(y3.at(b, c, j)));
+        }
       }
   // Elements of y's storage outside the tensor stay untouched.
   {
@@ -413,6 +432,74 @@ int main_impl(int argc, char** argv) {
     }
   }
 
+  // Register-direct CF forward (dw_fwd_cf_reg_kernel): every compiled (K, pad_left) pair -- valid,
+  // 'same' (both roundings for even K), causal -- on 16-byte-aligned rows (cfal) around the vector
+  // (8 half / 4 float elements) and the warp item (1024 / 512 elements), right pads that end the
+  // row early, on time or late (outputs of padding only), odd B and C, every dtype pair but
+  // float64 (types: 0 fp32, 1 bf16 x fp32 w, 2 fp16, 4 bf16, 5 fp16 x fp32 w), bias or not.
+  {
+    const int reg_types[] = {0, 1, 2, 4, 5};
+    const int64_t lens[] = {1, 2, 7, 8, 9, 15, 16, 17, 64, 2051};
+    int idx = 0;
+    for (int64_t K : {3, 4, 5, 9}) {
+      const int64_t pads[] = {0, (K - 1) / 2, K / 2, K - 1};
+      for (int pi = 0; pi < 4; ++pi) {
+        const int64_t pl = pads[pi];
+        if (pi > 0 && pl == pads[pi - 1]) continue;
+        for (int64_t L : lens) {
+          int64_t pr = K - 1 - pl;
+          if (idx % 3 == 1) pr += 5;
+          if (idx % 3 == 2) pr = std::max<int64_t>(0, pr - 2);
+          pr = std::max(pr, K - L - pl);  // at least one output
+          Case cs{1 + 2 * (idx % 2), 3 + 2 * (idx / 2 % 2), L, K, 1, 1, pl, pr, idx % 2 == 0,
+                  L_CFAL, L_CFAL, 0, 0, Tuning{}};
+          cs.expect_fwd = "dw_fwd_cf_reg_kernel";
+          run(cs, reg_types[(idx + idx / 10) % 5]);
+          ++idx;
+        }
+      }
+    }
+    // Rows of several warp items (interior items take the unchecked loads), the grid-stride loop
+    // (grid capped at 2 blocks), contiguous rows whose length is a multiple of the vector.
+    idx = 0;
+    for (int64_t K : {3, 4, 5, 9}) {
+      for (int64_t pl : {(K - 1) / 2, K - 1}) {
+        Case cs{1, 2, idx % 2 ? 4099 : 4096, K, 1, 1, pl, K - 1 - pl, idx % 3 != 0,
+                idx % 2 ? L_CFAL : L_CF, idx % 2 ? L_CFAL : L_CF, 0, 0, Tuning{}};
+        if (idx % 4 == 2) cs.tune.max_grid = 2;
+        cs.expect_fwd = "dw_fwd_cf_reg_kernel";
+        run(cs, reg_types[idx % 5]);
+        ++idx;
+      }
+    }
+    // Fallbacks to the tile kernel: unaligned x / y pointer, 8-byte-aligned half rows, row
+    // strides off the 16-byte grid, pad_left not compiled (K = 9: 3; K = 5: 1), pad_left beyond
+    // the kernel span (here also beyond one vector), the knob off.
+    struct FB {
+      int64_t L, K, pl, pr;
+      int xkind, ykind, xoff, yoff, types;
+      bool reg;
+    };
+    const FB fbs[] = {
+        {300, 3, 1, 1, L_CFAL, L_CFAL, 1, 0, 0, true},   // x 4-byte aligned
+        {300, 4, 3, 0, L_CFAL, L_CFAL, 0, 2, 1, true},   // y 4-byte aligned
+        {296, 5, 2, 2, L_CF, L_CF, 4, 0, 4, true},       // x 8-byte aligned (half)
+        {296, 9, 4, 4, L_CF, L_CF, 0, 4, 2, true},       // y 8-byte aligned (half)
+        {300, 3, 1, 1, L_CFPAD, L_CF, 0, 0, 0, true},    // x row stride 303
+        {300, 9, 3, 5, L_CFAL, L_CFAL, 0, 0, 1, true},   // pad_left not compiled
+        {300, 5, 1, 3, L_CFAL, L_CFAL, 0, 0, 5, true},   // pad_left not compiled
+        {300, 3, 5, 0, L_CFAL, L_CFAL, 0, 0, 0, true},   // pad_left > span, > one fp32 vector
+        {300, 4, 9, 1, L_CFAL, L_CFAL, 0, 0, 4, true},   // pad_left > span, > one half vector
+        {300, 4, 3, 0, L_CFAL, L_CFAL, 0, 0, 1, false},  // knob off
+    };
+    for (const FB& f : fbs) {
+      Case cs{3, 3, f.L, f.K, 1, 1, f.pl, f.pr, true, f.xkind, f.ykind, f.xoff, f.yoff, Tuning{}};
+      cs.tune.allow_reg_fwd = f.reg;
+      cs.expect_fwd = "dw_fwd_cf_kernel";
+      run(cs, f.types);
+    }
+  }
+
   // Random cases.
   std::uniform_int_distribution<int> pick(0, 1 << 30);
   auto choice = [&](std::initializer_list<int64_t> v) {
@@ -426,6 +513,14 @@ int main_impl(int argc, char** argv) {
     cs.s = choice({1, 1, 1, 2, 3});
     cs.d = choice({1, 1, 1, 2, 3});
     cs.L = choice({1, 2, 3, 7, 37, 64, 130, 257, 600, 1100, 2100, 9000});
+    // A quarter of the cases within reach of the register-direct forward (compiled K, stride and
+    // dilation 1, 16-byte-aligned rows); the padding decides whether it is taken.
+    const bool reg_reach = pick(rng) % 4 == 0;
+    if (reg_reach) {
+      cs.K = choice({3, 4, 5, 9});
+      cs.s = 1;
+      cs.d = 1;
+    }
     const int64_t span = cs.d * (cs.K - 1);
     switch (pick(rng) % 6) {
       case 0: cs.pl = span / 2; cs.pr = span - span / 2; break;       // same
@@ -440,15 +535,21 @@ int main_impl(int argc, char** argv) {
     cs.xkind = int(pick(rng) % L_NKINDS);
     // y follows x (new_activation), sometimes another layout (direct path in backward)
     cs.ykind = (pick(rng) % 5 == 0) ? int(pick(rng) % L_NKINDS)
-                                    : (cs.xkind == L_CL || cs.xkind == L_CLPAD ? L_CL : L_CF);
+               : (cs.xkind == L_CL || cs.xkind == L_CLPAD) ? L_CL
+               : (cs.xkind == L_CFAL ? L_CFAL : L_CF);
     cs.xoff = choice({0, 0, 0, 1, 2, 3});
     cs.yoff = choice({0, 0, 0, 1, 2});
+    if (reg_reach) {
+      cs.xkind = cs.ykind = L_CFAL;
+      cs.xoff = cs.yoff = 0;
+    }
     const int t = pick(rng) % 10;
     if (t == 0) cs.tune.allow_specialized = false;
     if (t == 1) cs.tune.force_direct = true;
     if (t == 2) cs.tune.max_grid = 3;
     if (t == 3) cs.tune.force_split = choice({1, 2, 3, 7});
     if (t == 4) cs.tune.smem_limit = 4096;  // forces the direct kernels for larger tiles
+    if (t == 5) cs.tune.allow_reg_fwd = false;
     // keep the emulation time sane
     if (cs.B * cs.C * cs.L > 40000) cs.L = std::max<int64_t>(1, 40000 / (cs.B * cs.C));
     if (cs.L + cs.pl + cs.pr < span + 1) cs.pr += span + 1 - (cs.L + cs.pl + cs.pr);

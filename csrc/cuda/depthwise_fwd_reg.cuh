@@ -1,0 +1,251 @@
+// Register-direct channel-first depthwise forward: the common fast case (stride 1, dilation 1,
+// compiled K, 16-byte-aligned rows of x and y, compiled pad_left) without shared memory.
+// Torch-free, like depthwise_kernels.cuh; the path choice is forward() in depthwise_launch.cuh.
+//
+// Why: the tile kernel (dw_fwd_cf_kernel) stages every tile global -> registers -> fp32 shared
+// memory -> registers behind two block barriers: ~26 thread instructions per output, and a block
+// that loads, waits, computes and stores keeps too few bytes in flight at short rows. Here each
+// byte of x is loaded once into registers and used from there; the halo comes from the
+// neighbouring lanes by warp shuffles.
+//
+// Work item = one warp, SPAN = 32 * kRegVecs vectors of NV = 16 / sizeof(T) consecutive outputs of
+// one (b, c) row (1024 outputs for half types, 512 for float). Lane l owns the vectors
+// v0 + 32u + l (u < kRegVecs): every load and store instruction of the warp covers 512
+// consecutive bytes. Output vector v reads x elements [v*NV - P, v*NV + NV - 1 + K - 1 - P]
+// (P = pad_left), i.e. x vectors v - HL .. v + HR of the same index grid (x and y rows both start
+// 16-byte aligned); vector v - h is lane l - h's vector of the same step, or for the first h
+// lanes, lane 32 - h + l's vector of the previous step. One more register vector per lane (`edge`)
+// holds the step-(-1) vector for lanes >= 32 - HL and the step-kRegVecs vector for lanes < HR, so
+// only those few lanes load anything twice. Every load of the item is issued before any compute.
+//
+// Row edges: vectors wholly outside [0, L) are zeros without a memory access, the ragged last
+// vector is loaded element by element; items whose loads all lie inside the row (a warp-uniform
+// test) skip the checks. Stores are 16-byte, element by element only for a ragged last vector.
+//
+// Arithmetic matches dw_fwd_cf_kernel bit for bit: fp32 accumulator starts at the bias (or 0),
+// one fmaf per tap in tap order k = 0..K-1, then one rounding to T.
+#pragma once
+
+#include "cuda/depthwise_kernels.cuh"
+
+namespace sepconv1d {
+namespace cuda {
+namespace dwk {
+
+constexpr int kRegVecs = 4;           // 16-byte vectors per lane per work item (64 B in flight)
+// __launch_bounds__ minimum blocks per SM: 64 registers (32 warps per SM) for K <= 5; K = 9 holds
+// 9 weights and a 16-element window: 72 registers (28 warps, 56 KB of loads in flight per SM).
+template <int K_>
+constexpr int reg_fwd_min_blocks() {
+  return K_ <= 5 ? 8 : 7;
+}
+
+// Elements per work item (one warp).
+template <typename T>
+constexpr int64_t reg_fwd_span() {
+  return int64_t(32) * kRegVecs * int64_t(16 / sizeof(T));
+}
+
+// pad_left values compiled per K: 0 ('valid'), (K-1)/2 and K/2 ('same', both roundings for even
+// K), K-1 (causal). Others take the tile kernel.
+template <int K_, typename F>
+bool with_reg_pad(int64_t pl, F&& f) {
+  if (pl == 0) {
+    f(IC<0>{});
+  } else if (pl == (K_ - 1) / 2) {
+    f(IC<(K_ - 1) / 2>{});
+  } else if (pl == K_ / 2) {
+    f(IC<K_ / 2>{});
+  } else if (pl == K_ - 1) {
+    f(IC<K_ - 1>{});
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Shape of the window of one output vector, in 32-bit words of 16-byte vectors.
+template <typename T, int K_, int P>
+struct RegWindow {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 2, "float, half or bfloat16 activations");
+  static_assert(P >= 0 && P <= K_ - 1, "pad_left within the kernel span");
+  static constexpr int NV = int(16 / sizeof(T));  // elements per vector
+  static constexpr int EPW = int(4 / sizeof(T));  // elements per word
+  static constexpr int HL = (P + NV - 1) / NV;            // halo vectors on the left
+  static constexpr int HR = (K_ - 1 - P + NV - 1) / NV;   // and on the right
+  static constexpr int NVEC = HL + 1 + HR;
+  static_assert(HL < 16 && HR < 16, "edge lanes of the left and right halo do not overlap");
+  // Element e of window vector m (m = HL is the lane's own vector) is read by some tap.
+  static constexpr bool need_elem(int m, int e) {
+    const int rel = (m - HL) * NV + e;  // relative to the vector's first output
+    return rel >= -P && rel <= NV - 1 + K_ - 1 - P;
+  }
+  static constexpr bool need_word(int m, int q) {
+    return need_elem(m, q * EPW) || need_elem(m, q * EPW + EPW - 1);
+  }
+};
+
+// One 16-byte vector of x at element e of a unit-stride row of length len, as raw words. checked:
+// zeros outside [0, len), element by element for a ragged last vector (e is a multiple of NV, so
+// a vector is wholly inside, ragged, or wholly outside).
+template <typename T>
+DW_DEV void reg_load(const T* row, int64_t e, int64_t len, bool checked, uint32_t (&r)[4]) {
+  constexpr int NV = int(16 / sizeof(T));
+  if (!checked || (e >= 0 && e + NV <= len)) {
+    DW_ASSERT(e >= 0 && e + NV <= len);
+    DW_ASSERT(reinterpret_cast<uintptr_t>(row + e) % 16 == 0);
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(row + e));
+    r[0] = v.x;
+    r[1] = v.y;
+    r[2] = v.z;
+    r[3] = v.w;
+  } else if (e >= 0 && e < len) {
+    const int rem = int(len - e);  // 1 .. NV-1 elements left in the row
+    T t[NV];
+#pragma unroll
+    for (int i = 0; i < NV; ++i) t[i] = i < rem ? row[e + i] : zero_of<T>();
+    memcpy(r, t, 16);
+  } else {
+    r[0] = r[1] = r[2] = r[3] = 0u;  // +0.0 in every type
+  }
+}
+
+// NV outputs (one 16-byte vector) at a 16-byte-aligned address, no bounds check.
+template <typename T>
+DW_DEV void cf_store_full(T* q, const float* v) {
+  DW_ASSERT(reinterpret_cast<uintptr_t>(q) % 16 == 0);
+  if constexpr (std::is_same_v<T, float>) {
+    st_v4f32(q, v[0], v[1], v[2], v[3]);
+  } else {
+    st_v4u32(q, pack2<T>(v[0], v[1]), pack2<T>(v[2], v[3]), pack2<T>(v[4], v[5]),
+             pack2<T>(v[6], v[7]));
+  }
+}
+
+// Element e (compile-time after unrolling) of a raw vector, widened to float.
+template <typename T>
+DW_DEV float reg_elem(const uint32_t (&r)[4], int e) {
+  if constexpr (std::is_same_v<T, float>) {
+    return bits_to_float(r[e]);
+  } else {
+    float lo, hi;
+    unpack2<T>(r[e >> 1], lo, hi);
+    return (e & 1) ? hi : lo;
+  }
+}
+
+// p.ntiles: work items (warps) per row = ceil(Lo / SPAN); p.total = B * C * p.ntiles.
+template <typename T, typename W, int K_, int P>
+__global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<K_>())
+    dw_fwd_cf_reg_kernel(const FwdArgs<T, W> p) {
+  using Win = RegWindow<T, K_, P>;
+  constexpr int NV = Win::NV;
+  constexpr int HL = Win::HL;
+  constexpr int HR = Win::HR;
+  constexpr int U = kRegVecs;
+  constexpr int64_t SPAN = reg_fwd_span<T>();
+  constexpr int64_t STEP = int64_t(32) * NV;  // elements between a lane's vectors
+  const int lane = int(threadIdx.x) & 31;
+  const int64_t nwarps = int64_t(gridDim.x) * kWarps;
+  for (int64_t item = int64_t(blockIdx.x) * kWarps + int64_t(threadIdx.x >> 5); item < p.total;
+       item += nwarps) {
+    const int64_t row = udiv(item, p.ntiles);
+    const int64_t e0 = (item - row * p.ntiles) * SPAN;  // first output (and x element) of the item
+    const int64_t b = udiv(row, p.C);
+    const int64_t c = row - b * p.C;
+    const T* xrow = p.x + b * p.xsb + c * p.xsc;
+    T* yrow = p.y + b * p.ysb + c * p.ysc;
+    const int64_t el = e0 + int64_t(lane) * NV;  // this lane's first vector
+
+    // All x loads of the item first (memory-level parallelism), checks only near row edges.
+    uint32_t xr[U][4];
+    uint32_t edge[4] = {0u, 0u, 0u, 0u};
+    auto load_all = [&](bool checked) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) reg_load<T>(xrow, el + u * STEP, p.L, checked, xr[u]);
+      if (lane >= 32 - HL) {
+        reg_load<T>(xrow, el - STEP, p.L, checked, edge);  // step -1
+      } else if (lane < HR) {
+        reg_load<T>(xrow, el + SPAN, p.L, checked, edge);  // step U
+      }
+    };
+    if (e0 - HL * NV >= 0 && e0 + SPAN + HR * NV <= p.L) {  // warp-uniform
+      load_all(false);
+    } else {
+      load_all(true);
+    }
+    const bool full_item = e0 + SPAN <= p.Lo;  // warp-uniform: every store a whole vector
+    float wr[K_];
+#pragma unroll
+    for (int k = 0; k < K_; ++k) wr[k] = float(in_cvt(p.w[c * K_ + k]));
+    const float bv = p.bias ? float(in_cvt(p.bias[c])) : 0.0f;
+
+    // Steps past the row end (only in a row's last item) compute zeros and store nothing: no
+    // early exit, so that the shuffles stay warp-uniform without a branch per step.
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      // Window vectors m = HL - h (left) .. HL + h (right): lane l - h / l + h of this step, or
+      // (first / last h lanes) of the previous / next step.
+      uint32_t win[Win::NVEC][4] = {};
+#pragma unroll
+      for (int q = 0; q < 4; ++q) win[HL][q] = xr[u][q];
+      const uint32_t* before = u == 0 ? edge : xr[u > 0 ? u - 1 : 0];
+      const uint32_t* after = u == U - 1 ? edge : xr[u < U - 1 ? u + 1 : 0];
+#pragma unroll
+      for (int h = 1; h <= HL; ++h) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          if (Win::need_word(HL - h, q)) {
+            const uint32_t send = lane >= 32 - h ? before[q] : xr[u][q];
+            win[HL - h][q] = __shfl_sync(0xffffffffu, send, (lane - h) & 31);
+          }
+        }
+      }
+#pragma unroll
+      for (int h = 1; h <= HR; ++h) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          if (Win::need_word(HL + h, q)) {
+            const uint32_t send = lane < h ? after[q] : xr[u][q];
+            win[HL + h][q] = __shfl_sync(0xffffffffu, send, (lane + h) & 31);
+          }
+        }
+      }
+      float xf[Win::NVEC * NV];
+#pragma unroll
+      for (int m = 0; m < Win::NVEC; ++m) {
+#pragma unroll
+        for (int e = 0; e < NV; ++e) {
+          xf[m * NV + e] = Win::need_elem(m, e) ? reg_elem<T>(win[m], e) : 0.0f;
+        }
+      }
+      // Same order as dw_fwd_cf_kernel: bias, then taps k = 0..K-1.
+      float acc[NV];
+#pragma unroll
+      for (int i = 0; i < NV; ++i) acc[i] = bv;
+#pragma unroll
+      for (int k = 0; k < K_; ++k) {
+#pragma unroll
+        for (int i = 0; i < NV; ++i) acc[i] = dfma(wr[k], xf[HL * NV + i - P + k], acc[i]);
+      }
+      const int64_t j = el + u * STEP;
+      if (full_item) {
+        cf_store_full<T>(yrow + j, acc);
+      } else if (j < p.Lo) {
+        const int64_t rem = p.Lo - j;
+        if (rem >= NV) {
+          cf_store_full<T>(yrow + j, acc);
+        } else {  // the row's ragged last vector
+#pragma unroll
+          for (int i = 0; i < NV; ++i) {
+            if (i < int(rem)) yrow[j + i] = out_cvt<T>(acc[i]);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace dwk
+}  // namespace cuda
+}  // namespace sepconv1d
