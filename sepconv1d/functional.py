@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from . import _shapes
-from . import _ops
+from . import _ops, _shapes
 from ._shapes import PaddingArg
 
 

@@ -48,10 +48,6 @@ dwk::DevInfo device_info(int device) {
   return info;
 }
 
-Tensor contiguous_if_needed(const Tensor& t) {
-  return t.is_contiguous() ? t : torch::stable::contiguous(t);
-}
-
 }  // namespace
 
 void depthwise_forward_into(const Tensor& x, const Tensor& weight,
