@@ -1,5 +1,6 @@
-// Register-direct channel-first depthwise forward: the common fast case (stride 1, dilation 1,
-// compiled K, 16-byte-aligned rows of x and y, compiled pad_left) without shared memory.
+// Register-direct depthwise forwards without shared memory: channel-first (stride 1, dilation 1,
+// compiled K, 16-byte-aligned rows of x and y, compiled pad_left) and, at the end of the file,
+// channel-last (same, with 16-byte-aligned positions and any padding).
 // Torch-free, like depthwise_kernels.cuh; the path choice is forward() in depthwise_launch.cuh.
 //
 // Why: the tile kernel (dw_fwd_cf_kernel) stages every tile global -> registers -> fp32 shared
@@ -242,6 +243,220 @@ __global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<K_>())
           }
         }
       }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Register-direct channel-last forward
+// ------------------------------------------------------------------------------------------------
+// x and y are (B, L, C) buffers viewed as (B, C, L): unit stride along C, positions (rows) 16-byte
+// aligned (host: cl_vec_level == kVecGroup for both). Same case as the CF kernel otherwise:
+// stride 1, dilation 1, compiled K; any padding (pad_left is a run-time offset here).
+//
+// A thread owns one channel vector of NV = VB / sizeof(T) channels (c0 .. c0 + NV - 1) for the
+// whole launch (weights and bias stay in registers) and, per work item, TP consecutive output
+// positions j0 .. j0 + TP - 1. It loads the TP + K - 1 input rows q0 .. q0 + TP + K - 2
+// (q0 = j0 - pad_left) of its channel vector, all before any compute (VB-byte loads; rows
+// outside [0, L) are zeros without a memory access), then computes and stores the TP outputs.
+// No shared memory, no barriers, no shuffles: the halo along positions is the K - 1 extra rows,
+// read again by the neighbouring item (L2 / L1 hits).
+//
+// Block = CB channel vectors (consecutive lanes: a warp load / store moves min(CB, 32) x VB
+// contiguous bytes per position) x PB = kThreads / CB position slots. Grid = channel groups x split; the block
+// (g, s) walks the items s*PB + slot, stepping split*PB (grid-stride over (b, position chunk)).
+//
+// Registers: K*NV weights + (TP + K - 1)*VB/4 raw row words (and their float conversions) + NV
+// accumulators. A 16-byte vector of 8 half channels would need 24-72 weight registers alone, so
+// VB is 4 or 8 bytes (see ClReg; every warp access still covers 128-256 contiguous bytes).
+//
+// A ragged last channel vector (C % NV != 0; reachable only with position strides padded past C)
+// is loaded and stored element by element; its missing channels compute zeros that are not stored.
+//
+// Arithmetic matches dw_fwd_cl_kernel bit for bit: fp32 accumulator starts at the bias (or 0), one
+// fmaf per tap in tap order k = 0..K-1 (zero rows included), then one rounding to T.
+template <typename T, int K_>
+struct ClReg {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 2, "float, half or bfloat16 activations");
+  // Chosen for 0 spills under 64 registers (ptxas sm_90): half types 8-byte vectors (4 channels)
+  // of 8 positions for K = 3, else 4-byte vectors (2 channels) of 16 positions (8 for K = 9);
+  // float 8-byte vectors (2 channels) of 8 positions for K <= 4, 4-byte (1 channel) of 16 else.
+  static constexpr bool kHalf = sizeof(T) == 2;
+  static constexpr int VB = kHalf ? (K_ == 3 ? 8 : 4) : (K_ <= 4 ? 8 : 4);  // bytes per row
+  static constexpr int NV = int(VB / sizeof(T));  // channels per thread
+  static constexpr int WPV = VB / 4;              // 32-bit words per row vector
+  static constexpr int TP = kHalf ? (K_ == 5 || K_ == 4 ? 16 : 8) : (K_ <= 4 ? 8 : 16);
+  static constexpr int R = TP + K_ - 1;           // input rows per work item
+  // Blocks per SM for __launch_bounds__: 64 registers (32 warps per SM); half types with K = 9
+  // need 72 for 0 spills (28 warps, as the CF kernel's K = 9).
+  static constexpr int kMinBlocks = kHalf && K_ == 9 ? 7 : 8;
+};
+
+// Channel e (compile-time after unrolling) of a raw row vector, widened to float.
+template <typename T, int WPV>
+DW_DEV float cl_reg_elem(const uint32_t (&r)[WPV], int e) {
+  if constexpr (std::is_same_v<T, float>) {
+    return bits_to_float(r[e]);
+  } else {
+    float lo, hi;
+    unpack2<T>(r[e >> 1], lo, hi);
+    return (e & 1) ? hi : lo;
+  }
+}
+
+// Modes of a work item: every row and output inside the tensor and the channel vector whole (no
+// checks), the vector whole but some rows or outputs outside, a ragged last channel vector.
+constexpr int kClInterior = 0;
+constexpr int kClEdge = 1;
+constexpr int kClRagged = 2;
+
+// Row q of the thread's channel vector (src = the vector at position 0): zeros outside [0, L)
+// (checked modes), one VB-byte load, or (kClRagged) the first nch channels element by element.
+template <typename T, int VB, int MODE>
+DW_DEV void cl_reg_load(const T* src, int64_t q, int64_t L, int64_t sl, int nch,
+                        uint32_t (&r)[VB / 4]) {
+  constexpr int NV = int(VB / sizeof(T));
+#pragma unroll
+  for (int i = 0; i < VB / 4; ++i) r[i] = 0u;  // +0.0 in every type
+  if (MODE != kClInterior && uint64_t(q) >= uint64_t(L)) return;
+  DW_ASSERT(q >= 0 && q < L);
+  const T* a = src + q * sl;
+  if constexpr (MODE == kClRagged) {
+    T t[NV];
+#pragma unroll
+    for (int i = 0; i < NV; ++i) t[i] = i < nch ? a[i] : zero_of<T>();
+    memcpy(r, t, VB);
+  } else {
+    DW_ASSERT(nch == NV);
+    DW_ASSERT(reinterpret_cast<uintptr_t>(a) % VB == 0);
+    if constexpr (VB == 16) {
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(a));
+      r[0] = v.x;
+      r[1] = v.y;
+      r[2] = v.z;
+      r[3] = v.w;
+    } else if constexpr (VB == 8) {
+      const uint2 v = __ldg(reinterpret_cast<const uint2*>(a));
+      r[0] = v.x;
+      r[1] = v.y;
+    } else {
+      static_assert(VB == 4, "4-, 8- or 16-byte channel vectors");
+      r[0] = __ldg(reinterpret_cast<const unsigned int*>(a));
+    }
+  }
+}
+
+DW_DEV uint32_t float_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+// NV outputs of one position: one VB-byte store, or the first nch channels element by element.
+template <typename T, int VB, int MODE>
+DW_DEV void cl_reg_store(T* q, const float* v, int nch) {
+  constexpr int NV = int(VB / sizeof(T));
+  if constexpr (MODE != kClRagged) {
+    DW_ASSERT(reinterpret_cast<uintptr_t>(q) % VB == 0);
+    uint32_t u[VB / 4];
+#pragma unroll
+    for (int i = 0; i < VB / 4; ++i) {
+      if constexpr (std::is_same_v<T, float>) {
+        u[i] = float_bits(v[i]);
+      } else {
+        u[i] = pack2<T>(v[2 * i], v[2 * i + 1]);
+      }
+    }
+    if constexpr (VB == 16) {
+      st_v4u32(q, u[0], u[1], u[2], u[3]);
+    } else if constexpr (VB == 8) {
+      st_v2u32(q, u[0], u[1]);
+    } else {
+#ifdef DW_EMULATE
+      std::memcpy(q, &u[0], 4);
+#else
+      *reinterpret_cast<uint32_t*>(q) = u[0];
+#endif
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < NV; ++e) {
+      if (e < nch) q[e] = out_cvt<T>(v[e]);
+    }
+  }
+}
+
+// p.tile: CB, channel vectors per block (a power of two <= kThreads); p.ntiles: position chunks
+// of TP per batch; p.total = B * p.ntiles work items per channel vector; p.split: blocks per
+// channel group (grid = ceil(ceil(C / NV) / CB) * split).
+template <typename T, typename W, int K_>
+__global__ void __launch_bounds__(kThreads, ClReg<T, K_>::kMinBlocks)
+    dw_fwd_cl_reg_kernel(const FwdArgs<T, W> p) {
+  using Cfg = ClReg<T, K_>;
+  constexpr int VB = Cfg::VB;
+  constexpr int NV = Cfg::NV;
+  constexpr int WPV = Cfg::WPV;
+  constexpr int TP = Cfg::TP;
+  constexpr int R = Cfg::R;
+  const int cb = p.tile;
+  const int tid = int(threadIdx.x);
+  const int64_t g = int64_t(blockIdx.x) / p.split;
+  const int64_t sidx = int64_t(blockIdx.x) - g * p.split;
+  const int64_t c0 = (g * cb + (tid & (cb - 1))) * NV;
+  if (c0 >= p.C) return;  // no barriers or shuffles follow
+  const int nch = p.C - c0 < NV ? int(p.C - c0) : NV;
+  const bool full = nch == NV;
+  const int pb = kThreads / cb;
+
+  float wr[K_][NV];
+  float bv[NV];
+#pragma unroll
+  for (int e = 0; e < NV; ++e) {
+    const bool have = e < nch;
+#pragma unroll
+    for (int k = 0; k < K_; ++k) wr[k][e] = have ? float(in_cvt(p.w[(c0 + e) * K_ + k])) : 0.0f;
+    bv[e] = (have && p.bias) ? float(in_cvt(p.bias[c0 + e])) : 0.0f;
+  }
+
+  auto item = [&](auto mode, int64_t j0, const T* xsrc, T* ydst) {
+    constexpr int MODE = decltype(mode)::value;
+    const int64_t q0 = j0 - p.pl;  // x position of window row 0
+    // All loads of the item first (memory-level parallelism).
+    uint32_t xr[R][WPV];
+#pragma unroll
+    for (int r = 0; r < R; ++r) cl_reg_load<T, VB, MODE>(xsrc, q0 + r, p.L, p.xsl, nch, xr[r]);
+#pragma unroll
+    for (int i = 0; i < TP; ++i) {
+      // Same order as dw_fwd_cl_kernel: bias, then taps k = 0..K-1.
+      float acc[NV];
+#pragma unroll
+      for (int e = 0; e < NV; ++e) acc[e] = bv[e];
+#pragma unroll
+      for (int k = 0; k < K_; ++k) {
+#pragma unroll
+        for (int e = 0; e < NV; ++e) {
+          acc[e] = dfma(wr[k][e], cl_reg_elem<T, WPV>(xr[i + k], e), acc[e]);
+        }
+      }
+      const int64_t j = j0 + i;
+      if (MODE == kClInterior || j < p.Lo) {
+        DW_ASSERT(j < p.Lo);
+        cl_reg_store<T, VB, MODE>(ydst + j * p.ysl, acc, nch);
+      }
+    }
+  };
+
+  for (int64_t it = sidx * pb + tid / cb; it < p.total; it += p.split * pb) {
+    const int64_t b = udiv(it, p.ntiles);
+    const int64_t j0 = (it - b * p.ntiles) * TP;
+    const T* xsrc = p.x + b * p.xsb + c0;
+    T* ydst = p.y + b * p.ysb + c0;
+    if (!full) {
+      item(IC<kClRagged>{}, j0, xsrc, ydst);
+    } else if (j0 - p.pl >= 0 && j0 - p.pl + R <= p.L && j0 + TP <= p.Lo) {
+      item(IC<kClInterior>{}, j0, xsrc, ydst);
+    } else {
+      item(IC<kClEdge>{}, j0, xsrc, ydst);
     }
   }
 }

@@ -688,10 +688,12 @@ struct FwdArgs {
   int x_vec, y_vec;   // access levels (kVecGroup / kVecOne / 0), checked on the host
   bool fast;          // stride 1 and dilation 1
   int items;          // active items per thread (<= compile-time ITEMS)
-  int tile;           // CF: outputs per tile; CL: positions per tile
+  int tile;           // CF: outputs per tile; CL: positions per tile; CL reg: channel vectors
+                      // per block
   int off;            // CF: (-pl) mod G*V, the window offset inside a fetch group
   int nsm;            // CF: shared vectors of the x tile; CL: shared rows of the x tile
-  int64_t ntiles;     // tiles per row (CF) / per (b, group) (CL); warp items per row (CF reg)
+  int64_t ntiles;     // tiles per row (CF) / per (b, group) (CL); warp items per row (CF reg);
+                      // position chunks per batch (CL reg)
   int64_t total;      // CF: B*C*ntiles work items; CL: B*ntiles work items per channel group
   int64_t split;      // CL: blocks per channel group
 };

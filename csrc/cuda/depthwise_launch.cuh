@@ -1,7 +1,7 @@
 // Launch planning for the depthwise kernels: path choice (CF / CL tile kernels, the
-// register-direct CF forward, or the direct kernels), tile sizes, shared-memory extents, grid and
-// split sizes. Torch-free so that the same planning runs under the host emulator (DW_EMULATE).
-// The includer defines
+// register-direct CF / CL forwards, or the direct kernels), tile sizes, shared-memory extents,
+// grid and split sizes. Torch-free so that the same planning runs under the host emulator
+// (DW_EMULATE). The includer defines
 //   DW_HOST_CHECK(cond, msg)  host-side argument / size check that throws
 //   DW_CHECK_LAUNCH(name)     error check right after a kernel launch
 #pragma once
@@ -61,7 +61,7 @@ struct DevInfo {
 // Test knobs (the extension always uses the defaults).
 struct Tuning {
   bool allow_specialized = true;  // K = 3, 4, 5, 9 compiled kernels
-  bool allow_reg_fwd = true;      // register-direct CF forward (depthwise_fwd_reg.cuh)
+  bool allow_reg_fwd = true;      // register-direct CF and CL forwards (depthwise_fwd_reg.cuh)
   bool force_direct = false;
   int64_t smem_limit = -1;        // < 0: the device limit
   int64_t max_grid = INT_MAX;     // cap on grid size (tests force the grid-stride loops)
@@ -273,6 +273,35 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
     });
     if (launched) return;
   } else if (path == Path::CL) {
+    // Compiled K with 16-byte-aligned positions of x and y: the register-direct kernel (any
+    // padding). Otherwise the tile kernel.
+    a.x_vec = cl_vec_level<T, V, gvec_of<T>()>(x, xd);
+    a.y_vec = cl_vec_level<T, V, gvec_of<T>()>(y, yd);
+    if (tune.allow_reg_fwd && a.x_vec == kVecGroup && a.y_vec == kVecGroup) {
+      bool launched = false;
+      with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
+        constexpr int KC = decltype(kc)::value;
+        if constexpr (KC > 0) {
+          using Cfg = ClReg<T, KC>;
+          const int64_t ncv = ceil_div(pr.C, Cfg::NV);  // channel vectors
+          int64_t cb = 1;                               // channel vectors per block
+          while (cb < ncv && cb < kThreads) cb *= 2;
+          const int64_t groups = ceil_div(ncv, cb);
+          FwdArgs<T, W> ra = a;
+          ra.tile = int(cb);
+          ra.ntiles = ceil_div(pr.Lo, Cfg::TP);  // position chunks per batch
+          ra.total = pr.B * ra.ntiles;
+          ra.split = choose_split(groups, ceil_div(ra.total, kThreads / cb), dev, tune);
+          const int64_t grid = groups * ra.split;
+          DW_HOST_CHECK(grid <= INT_MAX, "sepconv1d: too many channels for the CUDA grid");
+          auto kern = &dw_fwd_cl_reg_kernel<T, W, KC>;
+          DW_LAUNCH(kern, grid, size_t(0), stream, ra);
+          DW_CHECK_LAUNCH("dw_fwd_cl_reg_kernel");
+          launched = true;
+        }
+      });
+      if (launched) return;
+    }
     const int64_t per_item = int64_t(kClGroups) * V;
     const int items = int(clamp64(ceil_div(pr.Lo, per_item), 1, kClItemsFwd));
     const int64_t tile = per_item * items;
@@ -280,8 +309,6 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
     const int64_t smem = (nrows + kp) * kClVecs * V * int64_t(sizeof(A));
     if (smem <= limit) {
       const int64_t groups = ceil_div(pr.C, int64_t(kClVecs) * V);
-      a.x_vec = cl_vec_level<T, V, gvec_of<T>()>(x, xd);
-      a.y_vec = cl_vec_level<T, V, gvec_of<T>()>(y, yd);
       a.items = items;
       a.tile = int(tile);
       a.off = 0;

@@ -66,10 +66,11 @@ bool same_bits(T a, T b) {
 }
 
 // cfal: channel-first rows whose stride is rounded up to 8 elements, plus 8 (16-byte-aligned rows
-// of any length, with a poisoned gap after each row).
-enum LayoutKind { L_CF, L_CFPAD, L_CL, L_CLPAD, L_STRIDED, L_CFAL, L_NKINDS };
+// of any length, with a poisoned gap after each row). clal: the same for channel-last positions
+// (16-byte-aligned positions of any channel count).
+enum LayoutKind { L_CF, L_CFPAD, L_CL, L_CLPAD, L_STRIDED, L_CFAL, L_CLAL, L_NKINDS };
 const char* kind_name(int k) {
-  static const char* n[] = {"cf", "cfpad", "cl", "clpad", "strided", "cfal"};
+  static const char* n[] = {"cf", "cfpad", "cl", "clpad", "strided", "cfal", "clal"};
   return n[k];
 }
 
@@ -94,6 +95,7 @@ struct Buf {
       case L_CL: d = {n * C, 1, C}; break;
       case L_CLPAD: d = {n * (C + 3) + 7, 1, C + 3}; break;
       case L_CFAL: d = {C * ((n + 7) / 8 * 8 + 8), (n + 7) / 8 * 8 + 8, 1}; break;
+      case L_CLAL: d = {n * ((C + 7) / 8 * 8 + 8), 1, (C + 7) / 8 * 8 + 8}; break;
       default: d = {C * n * 2 + 1, n * 2, 2}; break;
     }
     int64_t maxi = 0;
@@ -180,8 +182,9 @@ bool run_case(const Case& cs, std::mt19937_64& rng, bool verbose) {
   if (cs.expect_fwd != nullptr && fwd_kernels.find(cs.expect_fwd) == std::string::npos) {
     fail("fwd-path", -1, -1, -1, 0, 0);
   }
-  // The register-direct forward rounds exactly like the tile kernel: compare bits with it.
-  const bool used_reg = fwd_kernels.find("dw_fwd_cf_reg_kernel") != std::string::npos;
+  // The register-direct forwards round exactly like the tile kernels: compare bits with them.
+  const bool used_reg = fwd_kernels.find("dw_fwd_cf_reg_kernel") != std::string::npos ||
+                        fwd_kernels.find("dw_fwd_cl_reg_kernel") != std::string::npos;
   Buf<T> y3;
   if (used_reg) {
     Tuning tile_tune = cs.tune;
@@ -500,6 +503,83 @@ int main_impl(int argc, char** argv) {
     }
   }
 
+  // Register-direct CL forward (dw_fwd_cl_reg_kernel): every compiled K with 'same' (both
+  // roundings for even K), causal, valid and asymmetric pads (pad_left beyond the kernel span
+  // too), L around the position chunk (8 / 16) and long rows, 16-byte-aligned positions (clal:
+  // any C, position stride rounded up to 8 plus 8, poisoned gap; cl: contiguous, C % 8 == 0), C a
+  // multiple of the thread's channel vector (1-4 channels) or not (ragged last vector), odd B,
+  // every dtype pair but float64 (0 fp32, 1 bf16 x fp32 w, 2 fp16, 4 bf16, 5 fp16 x fp32 w), bias
+  // or not, a few forced splits (grid-stride loop).
+  {
+    const int reg_types[] = {0, 1, 2, 4, 5};
+    const int64_t lens[] = {1, 2, 7, 8, 9, 17, 64, 2051};
+    const int64_t chans[] = {8, 3, 16, 5, 24, 130, 1, 40};
+    int idx = 0;
+    for (int64_t K : {3, 4, 5, 9}) {
+      const int64_t pads[][2] = {{(K - 1) / 2, K / 2}, {K / 2, (K - 1) / 2}, {K - 1, 0},
+                                 {0, 0},           {1, K + 2},         {K + 1, 1}};
+      for (int pi = 0; pi < 6; ++pi) {
+        if (pi == 1 && K % 2 == 1) continue;
+        for (int64_t L : lens) {
+          const int64_t pl = pads[pi][0];
+          int64_t pr = pads[pi][1];
+          pr = std::max(pr, K - L - pl);  // at least one output
+          int64_t C = chans[(idx + idx / 8) % 8];
+          if (L == 2051) C = std::min<int64_t>(C, 8);
+          const int kind = (C % 8 == 0 && idx % 3 == 0) ? L_CL : L_CLAL;
+          Case cs{1 + 2 * (idx % 2), C, L, K, 1, 1, pl, pr, idx % 2 == 0, kind, kind, 0, 0,
+                  Tuning{}};
+          if (idx % 11 == 5) cs.tune.force_split = 1 + idx % 3;
+          // L = 1: both views are also channel-first (one position), which wins.
+          cs.expect_fwd = L > 1 ? "dw_fwd_cl_reg_kernel" : nullptr;
+          run(cs, reg_types[(idx + idx / 5) % 5]);
+          ++idx;
+        }
+      }
+    }
+    // Mamba-like: causal K = 4, bf16 x with fp32 weights, 2 chunks of 8 channel vectors.
+    {
+      Case cs{2, 64, 40, 4, 1, 1, 3, 0, false, L_CL, L_CL, 0, 0, Tuning{}};
+      cs.expect_fwd = "dw_fwd_cl_reg_kernel";
+      run(cs, 1);
+      cs.C = 520;
+      cs.L = 9;
+      cs.bias = true;
+      run(cs, 1);
+    }
+    // Fallbacks to the tile kernel: unaligned x / y pointer, position strides off the 16-byte
+    // grid (padded, or contiguous with C % 8 != 0 for half / C % 4 != 0 for float), stride 2,
+    // K not compiled, compiled K switched off, the knob off.
+    struct FB {
+      int64_t C, L, K, s, pl, pr;
+      int xkind, ykind, xoff, yoff, types;
+      bool reg, spec;
+    };
+    const FB fbs[] = {
+        {16, 40, 3, 1, 1, 1, L_CL, L_CL, 1, 0, 0, true, true},      // x 4-byte aligned
+        {16, 40, 4, 1, 3, 0, L_CL, L_CL, 0, 2, 1, true, true},      // y 4-byte aligned
+        {16, 40, 5, 1, 2, 2, L_CLPAD, L_CL, 0, 0, 4, true, true},   // x position stride 19
+        {12, 40, 9, 1, 4, 4, L_CL, L_CL, 0, 0, 2, true, true},      // half, position stride 12
+        {6, 40, 3, 1, 1, 1, L_CL, L_CL, 0, 0, 0, true, true},       // float, position stride 6
+        {16, 40, 3, 2, 1, 1, L_CLAL, L_CLAL, 0, 0, 5, true, true},  // stride 2
+        {16, 40, 7, 1, 3, 3, L_CLAL, L_CLAL, 0, 0, 1, true, true},  // K not compiled
+        {16, 40, 3, 1, 1, 1, L_CLAL, L_CLAL, 0, 0, 4, true, false}, // compiled K off
+        {16, 40, 4, 1, 3, 0, L_CLAL, L_CLAL, 0, 0, 1, false, true}, // knob off
+    };
+    for (const FB& f : fbs) {
+      Case cs{3, f.C, f.L, f.K, f.s, 1, f.pl, f.pr, true, f.xkind, f.ykind, f.xoff, f.yoff,
+              Tuning{}};
+      cs.tune.allow_reg_fwd = f.reg;
+      cs.tune.allow_specialized = f.spec;
+      cs.expect_fwd = "dw_fwd_cl_kernel";
+      run(cs, f.types);
+    }
+    // float64 keeps the tile kernel.
+    Case cs{1, 8, 40, 3, 1, 1, 1, 1, true, L_CLAL, L_CLAL, 0, 0, Tuning{}};
+    cs.expect_fwd = "dw_fwd_cl_kernel";
+    run(cs, 3);
+  }
+
   // Random cases.
   std::uniform_int_distribution<int> pick(0, 1 << 30);
   auto choice = [&](std::initializer_list<int64_t> v) {
@@ -536,11 +616,12 @@ int main_impl(int argc, char** argv) {
     // y follows x (new_activation), sometimes another layout (direct path in backward)
     cs.ykind = (pick(rng) % 5 == 0) ? int(pick(rng) % L_NKINDS)
                : (cs.xkind == L_CL || cs.xkind == L_CLPAD) ? L_CL
+               : cs.xkind == L_CLAL ? L_CLAL
                : (cs.xkind == L_CFAL ? L_CFAL : L_CF);
     cs.xoff = choice({0, 0, 0, 1, 2, 3});
     cs.yoff = choice({0, 0, 0, 1, 2});
     if (reg_reach) {
-      cs.xkind = cs.ykind = L_CFAL;
+      cs.xkind = cs.ykind = pick(rng) % 2 ? L_CFAL : L_CLAL;
       cs.xoff = cs.yoff = 0;
     }
     const int t = pick(rng) % 10;
