@@ -371,8 +371,8 @@ Tensor to_dtype(const Tensor& t, ScalarType dt) {
 // 113 us at the seed shape, as long as the GEMM.
 //  - channel-last: dy and h are (B*L, C) row-major matrices: d pw = dy^T h, no copies.
 //  - channel-first: either per-batch products (B, Cout, Ce) in float32, summed over b by
-//    sep_dpw_reduce_kernel in batch order, or h written
-//    as (Ce, B*L) and a (Cout, B*L) copy of dy in one GEMM, whichever moves fewer extra bytes.
+//    sep_dpw_reduce_kernel in batch order, or h written as (Ce, B*L) and a (Cout, B*L) copy of dy
+//    in one GEMM, whichever moves fewer extra bytes.
 std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
     const Tensor& dy, const Tensor& xk, const Tensor& dw, const std::optional<Tensor>& dwb,
     const ConvGeometry& g, ScalarType wt, bool want_bias) {
@@ -387,7 +387,7 @@ std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
     Tensor ones = torch::stable::narrow(hbuf, cdim, Cin, Ce - Cin);
     torch::stable::fill_(ones, 1.0);
   };
-  Tensor prod;  // float32 (Cout, Ce)
+  Tensor prod;  // float32 (B, Cout, Ce) per-batch products, or (Cout, Ce)
   if (is_channels_last(xk)) {
     Tensor hbuf = torch::stable::empty({B, Lo, Ce}, xt, std::nullopt, xk.device());
     Tensor h = torch::stable::transpose(torch::stable::narrow(hbuf, 2, 0, Cin), 1, 2);
