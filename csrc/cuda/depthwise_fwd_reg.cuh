@@ -285,11 +285,11 @@ struct ClReg {
   static constexpr int VB = kHalf ? (K_ == 3 ? 8 : 4) : (K_ <= 4 ? 8 : 4);  // bytes per row
   static constexpr int NV = int(VB / sizeof(T));  // channels per thread
   static constexpr int WPV = VB / 4;              // 32-bit words per row vector
-  static constexpr int TP = kHalf ? (K_ == 5 || K_ == 4 ? 16 : 8) : (K_ <= 4 ? 8 : 16);
+  static constexpr int TP = kHalf ? (K_ == 3 ? 8 : 16) : (K_ <= 4 ? 8 : 16);
   static constexpr int R = TP + K_ - 1;           // input rows per work item
   // Blocks per SM for __launch_bounds__: 64 registers (32 warps per SM); half types with K = 9
   // need 72 for 0 spills (28 warps, as the CF kernel's K = 9).
-  static constexpr int kMinBlocks = kHalf && K_ == 9 ? 7 : 8;
+  static constexpr int kMinBlocks = kHalf && K_ == 9 ? 6 : 8;
 };
 
 // Channel e (compile-time after unrolling) of a raw row vector, widened to float.
