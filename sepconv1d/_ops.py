@@ -181,9 +181,10 @@ def _lean_autograd(x: torch.Tensor) -> bool:
 
 
 def depthwise_conv1d(x, weight, bias, stride, pad_left, pad_right, dilation):
+    args = (x, weight, bias, stride, pad_left, pad_right, dilation)
     if _lean_autograd(x):
-        return _DepthwiseFunction.apply(x, weight, bias, stride, pad_left, pad_right, dilation)
-    return ops.depthwise_conv1d(x, weight, bias, stride, pad_left, pad_right, dilation)
+        return _DepthwiseFunction.apply(*args)
+    return ops.depthwise_conv1d(*args)
 
 
 def separable_conv1d(x, dw_weight, dw_bias, pw_weight, pw_bias, stride, pad_left, pad_right,

@@ -68,37 +68,34 @@ inline void check(bool ok, const char* what, const char* file, int line) {
 
 inline void __syncthreads() { ::dwemu::tl_bar->arrive_and_wait(); }
 
-template <typename T>
-inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask) {
+namespace dwemu {
+// Warp exchange: lane l receives v of lane src(l) (all 32 lanes of the warp must call it).
+template <typename T, typename Src>
+inline T warp_exchange(unsigned mask, T v, Src src) {
   static_assert(sizeof(T) <= 8, "shuffle of at most 8 bytes");
-  ::dwemu::check(mask == 0xffffffffu, "full-warp shuffle", __FILE__, __LINE__);
+  check(mask == 0xffffffffu, "full-warp shuffle", __FILE__, __LINE__);
   uint64_t u = 0;
   std::memcpy(&u, &v, sizeof(T));
   const unsigned lane = threadIdx.x & 31u;
-  ::dwemu::tl_wbuf[lane] = u;
-  ::dwemu::tl_wbar->arrive_and_wait();
-  const uint64_t r = ::dwemu::tl_wbuf[lane ^ unsigned(lane_mask)];
-  ::dwemu::tl_wbar->arrive_and_wait();
+  tl_wbuf[lane] = u;
+  tl_wbar->arrive_and_wait();
+  const uint64_t r = tl_wbuf[src(lane) & 31u];
+  tl_wbar->arrive_and_wait();
   T out;
   std::memcpy(&out, &r, sizeof(T));
   return out;
+}
+}  // namespace dwemu
+
+template <typename T>
+inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask) {
+  return ::dwemu::warp_exchange(mask, v, [&](unsigned l) { return l ^ unsigned(lane_mask); });
 }
 
 // Indexed shuffle (width 32): lane l gets the value of lane src_lane mod 32.
 template <typename T>
 inline T __shfl_sync(unsigned mask, T v, int src_lane) {
-  static_assert(sizeof(T) <= 8, "shuffle of at most 8 bytes");
-  ::dwemu::check(mask == 0xffffffffu, "full-warp shuffle", __FILE__, __LINE__);
-  uint64_t u = 0;
-  std::memcpy(&u, &v, sizeof(T));
-  const unsigned lane = threadIdx.x & 31u;
-  ::dwemu::tl_wbuf[lane] = u;
-  ::dwemu::tl_wbar->arrive_and_wait();
-  const uint64_t r = ::dwemu::tl_wbuf[unsigned(src_lane) & 31u];
-  ::dwemu::tl_wbar->arrive_and_wait();
-  T out;
-  std::memcpy(&out, &r, sizeof(T));
-  return out;
+  return ::dwemu::warp_exchange(mask, v, [&](unsigned) { return unsigned(src_lane); });
 }
 
 template <typename T>

@@ -123,9 +123,9 @@ DW_DEV void cf_store_full(T* q, const float* v) {
   }
 }
 
-// Element e (compile-time after unrolling) of a raw vector, widened to float.
-template <typename T>
-DW_DEV float reg_elem(const uint32_t (&r)[4], int e) {
+// Element e (compile-time after unrolling) of a raw vector of N 32-bit words, widened to float.
+template <typename T, int N>
+DW_DEV float reg_elem(const uint32_t (&r)[N], int e) {
   if constexpr (std::is_same_v<T, float>) {
     return bits_to_float(r[e]);
   } else {
@@ -217,7 +217,7 @@ __global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<K_>())
       for (int m = 0; m < Win::NVEC; ++m) {
 #pragma unroll
         for (int e = 0; e < NV; ++e) {
-          xf[m * NV + e] = Win::need_elem(m, e) ? reg_elem<T>(win[m], e) : 0.0f;
+          xf[m * NV + e] = Win::need_elem(m, e) ? reg_elem<T, 4>(win[m], e) : 0.0f;
         }
       }
       // Same order as dw_fwd_cf_kernel: bias, then taps k = 0..K-1.
@@ -291,18 +291,6 @@ struct ClReg {
   // need 72 for 0 spills (28 warps, as the CF kernel's K = 9).
   static constexpr int kMinBlocks = kHalf && K_ == 9 ? 6 : 8;
 };
-
-// Channel e (compile-time after unrolling) of a raw row vector, widened to float.
-template <typename T, int WPV>
-DW_DEV float cl_reg_elem(const uint32_t (&r)[WPV], int e) {
-  if constexpr (std::is_same_v<T, float>) {
-    return bits_to_float(r[e]);
-  } else {
-    float lo, hi;
-    unpack2<T>(r[e >> 1], lo, hi);
-    return (e & 1) ? hi : lo;
-  }
-}
 
 // Modes of a work item: every row and output inside the tensor and the channel vector whole (no
 // checks), the vector whole but some rows or outputs outside, a ragged last channel vector.
@@ -435,7 +423,7 @@ __global__ void __launch_bounds__(kThreads, ClReg<T, K_>::kMinBlocks)
       for (int k = 0; k < K_; ++k) {
 #pragma unroll
         for (int e = 0; e < NV; ++e) {
-          acc[e] = dfma(wr[k][e], cl_reg_elem<T, WPV>(xr[i + k], e), acc[e]);
+          acc[e] = dfma(wr[k][e], reg_elem<T, WPV>(xr[i + k], e), acc[e]);
         }
       }
       const int64_t j = j0 + i;

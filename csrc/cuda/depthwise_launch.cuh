@@ -371,15 +371,16 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
   const bool want_b = db != nullptr && pr.C > 0;
   if (!want_x && !want_w && !want_b) return;
   const bool want_wb = want_w || want_b;
+  // dw/db = the sum of `split` partial sums (split = 0: zeros).
+  auto launch_reduce = [&](const A* part, int64_t split) {
+    auto kern = &dw_reduce_kernel<A, W>;
+    const int64_t grid = clamp64(ceil_div((pr.K + 1) * pr.C, kRedOut), 1, int64_t(dev.sms) * 32);
+    DW_LAUNCH(kern, grid, size_t(0), stream, part, split, pr.K, pr.C, want_w ? dw : nullptr,
+              want_b ? db : nullptr);
+    DW_CHECK_LAUNCH("dw_reduce_kernel");
+  };
   if (pr.B == 0 || pr.Lo == 0) {
-    // Sums over nothing: zeros (split = 0 makes the reduction write 0).
-    if (want_wb) {
-      auto kern = &dw_reduce_kernel<A, W>;
-      const int64_t grid = clamp64(ceil_div((pr.K + 1) * pr.C, kRedOut), 1, int64_t(dev.sms) * 32);
-      DW_LAUNCH(kern, grid, size_t(0), stream, static_cast<const A*>(nullptr), int64_t(0), pr.K,
-                pr.C, want_w ? dw : nullptr, want_b ? db : nullptr);
-      DW_CHECK_LAUNCH("dw_reduce_kernel");
-    }
+    if (want_wb) launch_reduce(nullptr, 0);  // sums over nothing
     return;
   }
   const bool fast = pr.s == 1 && pr.d == 1;
@@ -430,13 +431,6 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
   // where the run-time-K kernels' front-padded flipped kernel starts.
   const int64_t dlo_raw = std::min<int64_t>(0, floor_div(pr.pl - (kp - 1) * d_eff, pr.s));
 
-  auto launch_reduce = [&](const A* part, int64_t split) {
-    auto kern = &dw_reduce_kernel<A, W>;
-    const int64_t grid = clamp64(ceil_div((pr.K + 1) * pr.C, kRedOut), 1, int64_t(dev.sms) * 32);
-    DW_LAUNCH(kern, grid, size_t(0), stream, part, split, pr.K, pr.C, want_w ? dw : nullptr,
-              want_b ? db : nullptr);
-    DW_CHECK_LAUNCH("dw_reduce_kernel");
-  };
 
   if (path == Path::CF) {
     // Both tiles start on an N = G*V boundary (16-byte fetch groups of T). Thread items of V
