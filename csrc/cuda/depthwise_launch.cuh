@@ -62,6 +62,7 @@ struct DevInfo {
 struct Tuning {
   bool allow_specialized = true;  // K = 3, 4, 5, 9 compiled kernels
   bool allow_reg_fwd = true;      // register-direct CF and CL forwards (depthwise_fwd_reg.cuh)
+  bool allow_reg_bwd = true;      // register-direct CF and CL backwards (depthwise_bwd_reg*.cuh)
   bool force_direct = false;
   int64_t smem_limit = -1;        // < 0: the device limit
   int64_t max_grid = INT_MAX;     // cap on grid size (tests force the grid-stride loops)

@@ -112,17 +112,18 @@ struct Case {
   Tuning tune;
   int grads = -1;  // wanted gradients, bits x 1, w 2, b 4 (0 means all); -1: derived from the case
   const char* expect_fwd = nullptr;  // forward kernel the case must take (nullptr: any)
+  const char* expect_bwd = nullptr;  // backward kernel the case must take (nullptr: any)
 };
 
 std::string describe(const Case& c) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "B%lld C%lld L%lld K%lld s%lld d%lld pad(%lld,%lld) bias%d x:%s+%d y:%s+%d "
-                "spec%d reg%d direct%d smem%lld grid%lld split%lld",
+                "spec%d reg%d/%d direct%d smem%lld grid%lld split%lld",
                 (long long)c.B, (long long)c.C, (long long)c.L, (long long)c.K, (long long)c.s,
                 (long long)c.d, (long long)c.pl, (long long)c.pr, int(c.bias), kind_name(c.xkind),
                 c.xoff, kind_name(c.ykind), c.yoff, int(c.tune.allow_specialized),
-                int(c.tune.allow_reg_fwd), int(c.tune.force_direct), (long long)c.tune.smem_limit,
+                int(c.tune.allow_reg_fwd), int(c.tune.allow_reg_bwd), int(c.tune.force_direct), (long long)c.tune.smem_limit,
                 (long long)c.tune.max_grid, (long long)c.tune.force_split);
   return buf;
 }
@@ -258,6 +259,9 @@ bool run_case(const Case& cs, std::mt19937_64& rng, bool verbose) {
                  want_w ? dw2.data() : nullptr, want_b ? db2.data() : nullptr, alloc, nullptr, dev,
                  cs.tune);
   g_last_kernels = bwd_kernels;
+  if (cs.expect_bwd != nullptr && bwd_kernels.find(cs.expect_bwd) == std::string::npos) {
+    fail("bwd-path", -1, -1, -1, 0, 0);
+  }
   if (want_x) {
     for (int64_t b = 0; b < cs.B; ++b)
       for (int64_t c = 0; c < cs.C; ++c)
@@ -631,6 +635,7 @@ int main_impl(int argc, char** argv) {
     if (t == 3) cs.tune.force_split = choice({1, 2, 3, 7});
     if (t == 4) cs.tune.smem_limit = 4096;  // forces the direct kernels for larger tiles
     if (t == 5) cs.tune.allow_reg_fwd = false;
+    if (t == 6) cs.tune.allow_reg_bwd = false;
     // keep the emulation time sane
     if (cs.B * cs.C * cs.L > 40000) cs.L = std::max<int64_t>(1, 40000 / (cs.B * cs.C));
     if (cs.L + cs.pl + cs.pr < span + 1) cs.pr += span + 1 - (cs.L + cs.pl + cs.pr);
