@@ -9,6 +9,7 @@
 #include "common/dispatch.h"
 #include "cuda/depthwise_kernels.cuh"
 #include "cuda/depthwise_fwd_reg.cuh"
+#include "cuda/depthwise_bwd_reg.cuh"
 
 #ifndef DW_EMULATE
 #include <cuda_runtime.h>
@@ -434,11 +435,44 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
 
 
   if (path == Path::CF) {
+    constexpr int G = gvec_of<T>();
+    a.dy_vec = cf_vec_level<T, V, G>(dy, dyd);
+    a.x_vec = cf_vec_level<T, V, G>(x, xd);
+    a.dx_vec = want_x ? cf_vec_level<T, V, G>(dx, dxd) : 0;
+    // Compiled K and pad_left with 16-byte-aligned rows of every tensor read or written: the
+    // register-direct kernel (one warp per SPAN positions of a row, blocks per channel).
+    if (fast && tune.allow_reg_bwd && a.dy_vec == kVecGroup && (!want_w || a.x_vec == kVecGroup) &&
+        (!want_x || a.dx_vec == kVecGroup)) {
+      bool launched = false;
+      with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
+        constexpr int KC = decltype(kc)::value;
+        if constexpr (KC > 0) {
+          BwdArgs<T, W> ra = a;
+          ra.ntiles = ceil_div(std::max(pr.L, pr.Lo), reg_bwd_span<T>());
+          ra.work = pr.B * ra.ntiles;
+          ra.split = choose_split(pr.C, ceil_div(ra.work, kWarps), dev, tune);
+          // Workspace of the partial sums: at most 64 MiB.
+          const int64_t per_split = (pr.K + 1) * pr.C * int64_t(sizeof(A));
+          ra.split = std::max<int64_t>(1, std::min(ra.split, (int64_t(64) << 20) / per_split));
+          const int64_t grid = pr.C * ra.split;
+          DW_HOST_CHECK(grid <= INT_MAX, "sepconv1d: too many channels for the CUDA grid");
+          if (!with_reg_pad<KC>(pr.pl, [](auto) {})) return;
+          if (want_wb) ra.part = static_cast<A*>(alloc(size_t(ra.split * per_split)));
+          with_reg_pad<KC>(pr.pl, [&](auto pc) {
+            auto kern = &dw_bwd_cf_reg_kernel<T, W, KC, decltype(pc)::value>;
+            DW_LAUNCH(kern, grid, size_t(0), stream, ra);
+            DW_CHECK_LAUNCH("dw_bwd_cf_reg_kernel");
+          });
+          if (want_wb) launch_reduce(ra.part, ra.split);
+          launched = true;
+        }
+      });
+      if (launched) return;
+    }
     // Both tiles start on an N = G*V boundary (16-byte fetch groups of T). Thread items of V
     // outputs, up to cf_bwd_items<T>() of them on the fast paths (4096-output tiles for half
     // types); the general path keeps kCfItemsBwd, so its shared tiles (which grow with the
     // stride) stay as they were.
-    constexpr int G = gvec_of<T>();
     constexpr int64_t N = int64_t(G) * V;
     const int64_t per_item = int64_t(kThreads) * V;
     const int64_t span = std::max(pr.Lo, ceil_div(pr.L, pr.s));
@@ -456,9 +490,6 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
     const int64_t nsm_dy = ceil_div(dy_ext, N) * G;
     const int64_t smem = ((nsm_x + nsm_dy) * V + kp + (kp + 1) * kWarps) * int64_t(sizeof(A));
     if (smem <= limit) {
-      a.dy_vec = cf_vec_level<T, V, G>(dy, dyd);
-      a.x_vec = cf_vec_level<T, V, G>(x, xd);
-      a.dx_vec = want_x ? cf_vec_level<T, V, G>(dx, dxd) : 0;
       a.items = items;
       a.tile = int(tile);
       a.off = int(pos_mod(-pr.pl, N));

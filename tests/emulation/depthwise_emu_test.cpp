@@ -507,6 +507,61 @@ int main_impl(int argc, char** argv) {
     }
   }
 
+  // Register-direct CF backward (dw_bwd_cf_reg_kernel): every compiled K with each compiled
+  // pad_left and right pads that end the rows early, on time or late (Lo < L, = L, > L), L around
+  // the vector and the warp item (1024 / 512 positions) and rows of several items, every subset of
+  // the gradients, forced splits (blocks walking many items, more blocks than items), odd B and C,
+  // every dtype pair but float64. x need not be aligned when dw is not wanted.
+  {
+    const int reg_types[] = {0, 1, 2, 4, 5};
+    const int64_t lens[] = {1, 3, 8, 9, 17, 515, 1024, 1031, 2600};
+    int idx = 0;
+    for (int64_t K : {3, 4, 5, 9}) {
+      const int64_t pads[] = {0, (K - 1) / 2, K / 2, K - 1};
+      for (int pi = 0; pi < 4; ++pi) {
+        const int64_t pl = pads[pi];
+        if (pi > 0 && pl == pads[pi - 1]) continue;
+        for (int64_t L : lens) {
+          int64_t pr = K - 1 - pl;
+          if (idx % 3 == 1) pr += 6;
+          if (idx % 3 == 2) pr = std::max<int64_t>(0, pr - 3);
+          pr = std::max(pr, K - L - pl);  // at least one output
+          const int64_t Lo = L + pl + pr - K + 1;
+          const int kind = (L % 8 == 0 && Lo % 8 == 0 && idx % 4 == 0) ? L_CF : L_CFAL;
+          Case cs{1 + 2 * (idx % 2), 1 + 2 * (idx / 3 % 3), L, K, 1, 1, pl, pr, idx % 2 == 0,
+                  kind, kind, 0, 0, Tuning{}};
+          cs.grads = (idx / 2) % 8;  // 0: all
+          if (idx % 7 == 3) cs.tune.force_split = 1 + idx % 5;
+          if (cs.grads != 0 && !(cs.grads & 2)) cs.xoff = 1;  // x not read: any alignment
+          cs.expect_bwd = "dw_bwd_cf_reg_kernel";
+          run(cs, reg_types[(idx + idx / 9) % 5]);
+          ++idx;
+        }
+      }
+    }
+    // Fallbacks to the tile kernel: dy / dx 4-byte aligned, x 8-byte aligned with dw wanted,
+    // pad_left not compiled, stride 2, the knob off.
+    struct FB {
+      int64_t L, K, s, pl, pr;
+      int xoff, yoff, types, grads;
+      bool reg;
+    };
+    const FB fbs[] = {
+        {300, 3, 1, 1, 1, 0, 1, 0, 0, true},   // dy and dx 4-byte aligned
+        {300, 9, 1, 4, 4, 4, 0, 2, 2, true},   // x 8-byte aligned (half), dw wanted
+        {300, 9, 1, 3, 5, 0, 0, 1, 0, true},   // pad_left not compiled
+        {300, 5, 2, 2, 2, 0, 0, 4, 0, true},   // stride 2
+        {300, 4, 1, 3, 0, 0, 0, 1, 0, false},  // knob off
+    };
+    for (const FB& f : fbs) {
+      Case cs{3, 3, f.L, f.K, f.s, 1, f.pl, f.pr, true, L_CFAL, L_CFAL, f.xoff, f.yoff, Tuning{}};
+      cs.tune.allow_reg_bwd = f.reg;
+      cs.grads = f.grads;
+      cs.expect_bwd = "dw_bwd_cf_kernel";
+      run(cs, f.types);
+    }
+  }
+
   // Register-direct CL forward (dw_fwd_cl_reg_kernel): every compiled K with 'same' (both
   // roundings for even K), causal, valid and asymmetric pads (pad_left beyond the kernel span
   // too), L around the position chunk (8 / 16) and long rows, 16-byte-aligned positions (clal:
