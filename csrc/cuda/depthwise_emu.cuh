@@ -85,6 +85,17 @@ inline T warp_exchange(unsigned mask, T v, Src src) {
   std::memcpy(&out, &r, sizeof(T));
   return out;
 }
+// Every lane receives the N words of every lane: all[l][i] = word i of lane l.
+template <int N>
+inline void warp_gather(const uint32_t (&v)[N], uint32_t (&all)[32][N]) {
+  const unsigned lane = threadIdx.x & 31u;
+  for (int i = 0; i < N; ++i) {
+    tl_wbuf[lane] = v[i];
+    tl_wbar->arrive_and_wait();
+    for (int l = 0; l < 32; ++l) all[l][i] = uint32_t(tl_wbuf[l]);
+    tl_wbar->arrive_and_wait();
+  }
+}
 }  // namespace dwemu
 
 template <typename T>

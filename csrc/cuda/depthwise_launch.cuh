@@ -10,6 +10,7 @@
 #include "cuda/depthwise_kernels.cuh"
 #include "cuda/depthwise_fwd_reg.cuh"
 #include "cuda/depthwise_bwd_reg.cuh"
+#include "cuda/depthwise_tc.cuh"
 
 #ifndef DW_EMULATE
 #include <cuda_runtime.h>
@@ -64,6 +65,7 @@ struct Tuning {
   bool allow_specialized = true;  // K = 3, 4, 5, 9 compiled kernels
   bool allow_reg_fwd = true;      // register-direct CF and CL forwards (depthwise_fwd_reg.cuh)
   bool allow_reg_bwd = true;      // register-direct CF and CL backwards (depthwise_bwd_reg*.cuh)
+  bool allow_tc = true;           // tensor-core CF forward / backward of half types (depthwise_tc.cuh)
   bool force_direct = false;
   int64_t smem_limit = -1;        // < 0: the device limit
   int64_t max_grid = INT_MAX;     // cap on grid size (tests force the grid-stride loops)
@@ -248,6 +250,27 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
             DW_CHECK_LAUNCH("dw_fwd_cf_reg_kernel");
           });
           if (launched) return;
+        }
+      }
+      // Run-time K of half types with 16-byte-aligned rows: the tensor-core kernel.
+      if constexpr (KC == 0 && sizeof(T) == 2) {
+        if (fast && tune.allow_tc && a.x_vec == kVecGroup && a.y_vec == kVecGroup &&
+            pr.K <= tc_max_k()) {
+          FwdArgs<T, W> ta = a;
+          ta.off = int(pos_mod(-pr.pl, 8));
+          ta.kp = int(ceil_div(pr.K + 7 + ta.off, 16));  // shifts
+          ta.tile = int(clamp64(ceil_div(pr.Lo, kTcBlockOut) * kTcBlockOut, kTcBlockOut, kTcMaxTile));
+          ta.nsm = int(tc_rows(ta.tile, ta.kp));
+          ta.ntiles = ceil_div(pr.Lo, ta.tile);
+          ta.total = pr.B * pr.C * ta.ntiles;
+          const int64_t grid = clamp64(std::min<int64_t>(ta.total, int64_t(dev.sms) * 6), 1,
+                                       std::min<int64_t>(tune.max_grid, INT_MAX));
+          const size_t smem = size_t(ta.nsm) * 16;
+          auto kern = &dw_fwd_cf_tc_kernel<T, W>;
+          DW_LAUNCH(kern, grid, smem, stream, ta);
+          DW_CHECK_LAUNCH("dw_fwd_cf_tc_kernel");
+          launched = true;
+          return;
         }
       }
       const int64_t per_item = int64_t(kThreads) * cf_fwd_item<T, (KC > 0)>();
@@ -464,6 +487,55 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
             DW_CHECK_LAUNCH("dw_bwd_cf_reg_kernel");
           });
           if (want_wb) launch_reduce(ra.part, ra.split);
+          launched = true;
+        }
+      });
+      if (launched) return;
+    }
+    // Run-time K of half types with 16-byte-aligned rows: the tensor-core kernel.
+    if (fast && tune.allow_tc && sizeof(T) == 2 && pr.K <= tc_max_k() &&
+        a.dy_vec == kVecGroup && (!want_w || a.x_vec == kVecGroup) &&
+        (!want_x || a.dx_vec == kVecGroup)) {
+      bool launched = false;
+      with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
+        if constexpr (decltype(kc)::value == 0 && sizeof(T) == 2) {
+          BwdArgs<T, W> ta = a;
+          const int64_t span = std::max(pr.L, pr.Lo);
+          const int64_t tile = clamp64(ceil_div(span, kTcBlockOut) * kTcBlockOut, kTcBlockOut,
+                                       kTcMaxTileBwd);
+          const int64_t pl_flip = pr.K - 1 - pr.pl;  // dx = the flipped kernel over dy
+          ta.od = int(pos_mod(-pl_flip, 8));
+          ta.sd = int(ceil_div(pr.K + 7 + ta.od, 16));
+          ta.ox = int(pos_mod(-pr.pl, 8));
+          ta.sx = int(ceil_div(pr.K + 7 + ta.ox, 16));
+          const int64_t ex = -pl_flip - ta.od;  // dx rows' first element, relative to p0
+          const int64_t e0 = want_x ? std::min<int64_t>(ex, 0) : 0;
+          ta.dyr = int(-e0 / 8);
+          const int64_t nsm_dy = std::max(want_x ? (ex - e0) / 8 + tc_rows(tile, ta.sd) : 0,
+                                          want_wb ? ta.dyr + tile / 8 : 0);
+          const int64_t nsm_x = want_w ? tc_rows(tile, ta.sx) : 0;
+          const int64_t rows_max = int64_t(kTcBwdRowsPer) * kThreads;
+          if (nsm_dy > rows_max || nsm_x > rows_max) return;  // pads far beyond the kernel span
+          ta.dlo = int(e0);
+          ta.tile = int(tile);
+          ta.nsm_dy = int(nsm_dy);
+          ta.nsm_x = int(nsm_x);
+          ta.ntiles = ceil_div(span, tile);
+          ta.work = pr.B * ta.ntiles;
+          const int64_t per_split = (pr.K + 1) * pr.C * int64_t(sizeof(A));
+          ta.split = choose_split(pr.C, ta.work, dev, tune);
+          ta.split = std::max<int64_t>(1, std::min(ta.split, (int64_t(64) << 20) / per_split));
+          const int64_t grid = pr.C * ta.split;
+          DW_HOST_CHECK(grid <= INT_MAX, "sepconv1d: too many channels for the CUDA grid");
+          // The end-of-block reduction reuses the staging memory: at least the D sums and db.
+          const int64_t smem = std::max<int64_t>((nsm_dy + nsm_x) * 16,
+                                                 int64_t(16 * kTcMaxShifts * 8 + kWarps) * 4);
+          if (want_wb) ta.part = static_cast<A*>(alloc(size_t(ta.split * per_split)));
+          auto kern = &dw_bwd_cf_tc_kernel<T, W>;
+          prepare_kernel(kern, smem, dev.device);
+          DW_LAUNCH(kern, grid, size_t(smem), stream, ta);
+          DW_CHECK_LAUNCH("dw_bwd_cf_tc_kernel");
+          if (want_wb) launch_reduce(ta.part, ta.split);
           launched = true;
         }
       });

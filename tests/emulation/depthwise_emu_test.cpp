@@ -562,6 +562,63 @@ int main_impl(int argc, char** argv) {
     }
   }
 
+  // Tensor-core CF forward and backward (dw_fwd_cf_tc_kernel, dw_bwd_cf_tc_kernel): half types
+  // (1 bf16 x fp32 w, 2 fp16, 4 bf16, 5 fp16 x fp32 w), run-time K from 1 to the longest
+  // supported, 'same' / causal / valid / asymmetric pads and pads beyond the kernel span (every
+  // offset -pad_left mod 8, both signs of the flipped kernel's pad), L around the m16 block (128),
+  // the block pass (512) and the largest tiles (2048 / 4096), odd B and C, every subset of the
+  // gradients, a capped grid (forward blocks walking runs of tiles across channels) and forced
+  // splits (backward blocks walking many tiles).
+  {
+    const int tc_types[] = {1, 2, 4, 5};
+    struct TC {
+      int64_t L, K, pl, pr;
+    };
+    const TC tcs[] = {{300, 31, 15, 15},  {300, 31, 30, 0},   {129, 63, 31, 31}, {4100, 11, 5, 5},
+                      {4097, 33, 16, 16}, {700, 87, 43, 43},  {513, 114, 57, 56}, {5, 7, 3, 3},
+                      {1, 13, 6, 6},      {40, 2, 1, 0},      {600, 6, 0, 0},     {257, 1, 0, 0},
+                      {1000, 17, 21, 3},  {777, 10, 2, 9},    {128, 15, 7, 7},    {640, 12, 4, 7},
+                      {9000, 63, 62, 0},  {100, 31, 40, 40}};
+    int idx = 0;
+    for (const TC& t : tcs) {
+      Case cs{1 + 2 * (idx % 2), 1 + idx % 3, t.L, t.K, 1, 1, t.pl, t.pr, idx % 3 != 1, L_CFAL,
+              L_CFAL, 0, 0, Tuning{}};
+      if (t.L > 3000) cs.C = 1;
+      if (idx % 5 == 2) cs.tune.max_grid = 2;
+      if (idx % 4 == 3) cs.tune.force_split = 1 + idx % 3;
+      cs.grads = idx % 8;  // 0: all
+      cs.expect_fwd = "dw_fwd_cf_tc_kernel";
+      cs.expect_bwd = "dw_bwd_cf_tc_kernel";
+      run(cs, tc_types[idx % 4]);
+      ++idx;
+    }
+    // Fallbacks: float, K beyond the shift limit, unaligned x (forward; backward with dw), the
+    // knob off, compiled K, a pad so far beyond the span that the staged dy would not fit.
+    struct FB {
+      int64_t L, K, pl, pr;
+      int xoff, types, grads;
+      bool tc;
+      const char* fwd;
+      const char* bwd;
+    };
+    const FB fbs[] = {
+        {300, 31, 15, 15, 0, 0, 0, true, "dw_fwd_cf_kernel", "dw_bwd_cf_kernel"},
+        {300, 115, 57, 57, 0, 4, 0, true, "dw_fwd_cf_kernel", "dw_bwd_cf_kernel"},
+        {300, 31, 15, 15, 1, 4, 2, true, "dw_fwd_cf_kernel", "dw_bwd_cf_kernel"},
+        {300, 31, 15, 15, 1, 1, 5, true, "dw_fwd_cf_kernel", "dw_bwd_cf_tc_kernel"},
+        {300, 31, 15, 15, 0, 2, 0, false, "dw_fwd_cf_kernel", "dw_bwd_cf_kernel"},
+        {300, 9, 4, 4, 0, 4, 0, true, "dw_fwd_cf_reg_kernel", "dw_bwd_cf_reg_kernel"},
+        {2000, 31, 1500, 0, 0, 4, 1, true, "dw_fwd_cf_tc_kernel", "dw_bwd_cf_kernel"}};
+    for (const FB& f : fbs) {
+      Case cs{2, 3, f.L, f.K, 1, 1, f.pl, f.pr, true, L_CFAL, L_CFAL, f.xoff, 0, Tuning{}};
+      cs.tune.allow_tc = f.tc;
+      cs.grads = f.grads;
+      cs.expect_fwd = f.fwd;
+      cs.expect_bwd = f.bwd;
+      run(cs, f.types);
+    }
+  }
+
   // Register-direct CL forward (dw_fwd_cl_reg_kernel): every compiled K with 'same' (both
   // roundings for even K), causal, valid and asymmetric pads (pad_left beyond the kernel span
   // too), L around the position chunk (8 / 16) and long rows, 16-byte-aligned positions (clal:
@@ -691,6 +748,7 @@ int main_impl(int argc, char** argv) {
     if (t == 4) cs.tune.smem_limit = 4096;  // forces the direct kernels for larger tiles
     if (t == 5) cs.tune.allow_reg_fwd = false;
     if (t == 6) cs.tune.allow_reg_bwd = false;
+    if (t == 7) cs.tune.allow_tc = false;
     // keep the emulation time sane
     if (cs.B * cs.C * cs.L > 40000) cs.L = std::max<int64_t>(1, 40000 / (cs.B * cs.C));
     if (cs.L + cs.pl + cs.pr < span + 1) cs.pr += span + 1 - (cs.L + cs.pl + cs.pr);
