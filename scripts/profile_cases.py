@@ -59,6 +59,7 @@ CASES = {
     "dw_bwd_f32_cl_k9": _dw(torch.float32, 9, cl=True, bwd=True),
     "dw_fwd_f32_k63": _dw(torch.float32, 63),
     "dw_fwd_bf16_k63": _dw(torch.bfloat16, 63),
+    "dw_bwd_bf16_k63": _dw(torch.bfloat16, 63, bwd=True),
     # Mamba-2.8B's conv1d: short rows (2048), bf16 x with fp32 weights
     "dw_fwd_mamba": _dw(torch.bfloat16, 4, b=8, c=5120, length=2048, padding="causal", wdtype=torch.float32),
     "dw_bwd_mamba": _dw(torch.bfloat16, 4, b=8, c=5120, length=2048, padding="causal", wdtype=torch.float32, bwd=True),

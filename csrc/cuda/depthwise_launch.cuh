@@ -263,12 +263,16 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
           ta.nsm = int(tc_rows(ta.tile, ta.kp));
           ta.ntiles = ceil_div(pr.Lo, ta.tile);
           ta.total = pr.B * pr.C * ta.ntiles;
-          const int64_t grid = clamp64(std::min<int64_t>(ta.total, int64_t(dev.sms) * 6), 1,
+          const int64_t wave = int64_t(dev.sms) * tc_fwd_min_blocks<T, W>();
+          const int64_t grid = clamp64(std::min<int64_t>(ta.total, wave), 1,
                                        std::min<int64_t>(tune.max_grid, INT_MAX));
-          const size_t smem = size_t(ta.nsm) * 16;
-          auto kern = &dw_fwd_cf_tc_kernel<T, W>;
-          DW_LAUNCH(kern, grid, smem, stream, ta);
-          DW_CHECK_LAUNCH("dw_fwd_cf_tc_kernel");
+          const size_t smem = size_t(ta.nsm) * 16 * 2;  // two staging buffers
+          with_tc_shifts(ta.kp, [&](auto sc) {
+            auto kern = &dw_fwd_cf_tc_kernel<T, W, decltype(sc)::value>;
+            prepare_kernel(kern, int64_t(smem), dev.device);
+            DW_LAUNCH(kern, grid, smem, stream, ta);
+            DW_CHECK_LAUNCH("dw_fwd_cf_tc_kernel");
+          });
           launched = true;
           return;
         }
@@ -514,8 +518,7 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
           const int64_t nsm_dy = std::max(want_x ? (ex - e0) / 8 + tc_rows(tile, ta.sd) : 0,
                                           want_wb ? ta.dyr + tile / 8 : 0);
           const int64_t nsm_x = want_w ? tc_rows(tile, ta.sx) : 0;
-          const int64_t rows_max = int64_t(kTcBwdRowsPer) * kThreads;
-          if (nsm_dy > rows_max || nsm_x > rows_max) return;  // pads far beyond the kernel span
+          if (nsm_dy > kTcBwdMaxRows) return;  // pads far beyond the kernel span
           ta.dlo = int(e0);
           ta.tile = int(tile);
           ta.nsm_dy = int(nsm_dy);
@@ -527,14 +530,16 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
           ta.split = std::max<int64_t>(1, std::min(ta.split, (int64_t(64) << 20) / per_split));
           const int64_t grid = pr.C * ta.split;
           DW_HOST_CHECK(grid <= INT_MAX, "sepconv1d: too many channels for the CUDA grid");
-          // The end-of-block reduction reuses the staging memory: at least the D sums and db.
-          const int64_t smem = std::max<int64_t>((nsm_dy + nsm_x) * 16,
+          // Two staging buffers; the end-of-block reduction reuses them (D sums and db).
+          const int64_t smem = std::max<int64_t>(2 * (nsm_dy + nsm_x) * 16,
                                                  int64_t(16 * kTcMaxShifts * 8 + kWarps) * 4);
           if (want_wb) ta.part = static_cast<A*>(alloc(size_t(ta.split * per_split)));
-          auto kern = &dw_bwd_cf_tc_kernel<T, W>;
-          prepare_kernel(kern, smem, dev.device);
-          DW_LAUNCH(kern, grid, size_t(smem), stream, ta);
-          DW_CHECK_LAUNCH("dw_bwd_cf_tc_kernel");
+          with_tc_shifts(std::max(ta.sd, ta.sx), [&](auto sc) {
+            auto kern = &dw_bwd_cf_tc_kernel<T, W, decltype(sc)::value>;
+            prepare_kernel(kern, smem, dev.device);
+            DW_LAUNCH(kern, grid, size_t(smem), stream, ta);
+            DW_CHECK_LAUNCH("dw_bwd_cf_tc_kernel");
+          });
           if (want_wb) launch_reduce(ta.part, ta.split);
           launched = true;
         }

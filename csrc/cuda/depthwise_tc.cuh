@@ -112,62 +112,80 @@ constexpr int kTcMaxTileBwd = 2048;  // backward positions per tile (dy and x st
 
 inline constexpr int tc_max_k() { return 16 * kTcMaxShifts - 14; }
 
+// Calls f(IC<S>{}) for the shift count S in [1, kTcMaxShifts].
+template <typename F>
+void with_tc_shifts(int S, F&& f) {
+  switch (S) {
+    case 1: f(IC<1>{}); break;
+    case 2: f(IC<2>{}); break;
+    case 3: f(IC<3>{}); break;
+    case 4: f(IC<4>{}); break;
+    case 5: f(IC<5>{}); break;
+    case 6: f(IC<6>{}); break;
+    case 7: f(IC<7>{}); break;
+    default: f(IC<8>{}); break;
+  }
+}
+
 // Rows of 8 elements a product over `tile` outputs reads: rows a + 2s + h, a < tile / 8, s < S, h < 2.
 inline constexpr int64_t tc_rows(int64_t tile, int shifts) { return tile / 8 + 2 * shifts - 1; }
 
-// Staged rows per thread of the forward (x) and of the backward (dy and x each): the host checks
-// that a launch stays within kThreads times these.
-constexpr int kTcFwdRowsPer = int((tc_rows(kTcMaxTile, kTcMaxShifts) + kThreads - 1) / kThreads);
-constexpr int kTcBwdRowsPer = int((tc_rows(kTcMaxTileBwd, kTcMaxShifts) + 2 + kThreads - 1) / kThreads);
+// Most rows of dy a backward tile may stage (pads far beyond the kernel span take the tile kernel).
+constexpr int kTcBwdMaxRows = int(tc_rows(kTcMaxTileBwd, kTcMaxShifts)) + 128;
 
-// Rows [0, nrows) of 8 elements starting at element g0 (a multiple of 8) of a unit-stride row of
-// length len, into shared memory (zeros outside [0, len)); loads of NSRC rows all issued first.
-// NPER: rows per thread (host: nrows <= NPER * kThreads).
-template <typename T, int NPER>
-struct TcStage {
-  uint32_t r[NPER][4];
-  DW_DEV void load(const T* row, int64_t g0, int64_t len, int nrows) {
-    const bool interior = g0 >= 0 && g0 + int64_t(nrows) * 8 <= len;
-#pragma unroll
-    for (int i = 0; i < NPER; ++i) {
-      const int v = int(threadIdx.x) + i * kThreads;
-      if (v < nrows) reg_load<T>(row, g0 + int64_t(v) * 8, len, !interior, r[i]);
-    }
+// cp.async 16-byte copies (sm_80+; src_bytes < 16 zero-fills the rest, 0 reads nothing), with
+// host versions for the emulator (copied at issue).
+#ifndef DW_EMULATE
+DW_DEV void tc_cp_async16(void* smem, const void* gmem, int src_bytes) {
+  sep::cp_async16(smem, gmem, src_bytes);
+}
+DW_DEV void tc_cp_commit() { sep::cp_async_commit(); }
+template <int N>
+DW_DEV void tc_cp_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+#else
+inline void tc_cp_async16(void* smem, const void* gmem, int src_bytes) {
+  DW_ASSERT(reinterpret_cast<uintptr_t>(smem) % 16 == 0 && reinterpret_cast<uintptr_t>(gmem) % 16 == 0);
+  std::memset(smem, 0, 16);
+  if (src_bytes > 0) std::memcpy(smem, gmem, size_t(src_bytes));
+}
+inline void tc_cp_commit() {}
+template <int N>
+inline void tc_cp_wait() {}
+#endif
+
+// Issues the copies of rows [0, nrows) of 8 elements starting at element g0 (a multiple of 8) of
+// a unit-stride, 16-byte-aligned row of length len into shared memory, zeros outside [0, len)
+// (a row is wholly before 0, inside, ragged at len, or after).
+template <typename T>
+DW_DEV void tc_stage(T* dst, const T* row, int64_t g0, int64_t len, int nrows) {
+  for (int v = int(threadIdx.x); v < nrows; v += kThreads) {
+    const int64_t e = g0 + int64_t(v) * 8;
+    const int64_t n = e < 0 ? 0 : (len - e < 8 ? (len - e > 0 ? len - e : 0) : 8);
+    tc_cp_async16(dst + int64_t(v) * 8, n > 0 ? row + e : row, int(n) * 2);
   }
-  DW_DEV void store(T* dst, int nrows) const {
-#pragma unroll
-    for (int i = 0; i < NPER; ++i) {
-      const int v = int(threadIdx.x) + i * kThreads;
-      if (v < nrows) {
-        uint4 u;
-        u.x = r[i][0];
-        u.y = r[i][1];
-        u.z = r[i][2];
-        u.w = r[i][3];
-        *reinterpret_cast<uint4*>(dst + int64_t(v) * 8) = u;
-      }
-    }
-  }
-};
+}
 
 // B fragments of the row convolution out[j0 + 8a + n] = sum_s A_s B_s over staged rows with
 // offset o: Bs[r][n] = w[16s + r - n - o] (flip: w[K - 1 - (16s + r - n - o)]), zero outside
 // [0, K). Lane (g, q) holds rows r = 2q + {0, 1} and 2q + 8 + {0, 1} of column n = g. fp32
 // weights of half x are split into hi + lo halves.
-template <typename T, typename W>
+template <typename T, typename W, int S>
 struct TcConvB {
   static constexpr bool kSplit = !std::is_same_v<W, T>;
-  uint32_t hi[kTcMaxShifts][2];
-  uint32_t lo[kTcMaxShifts][2];
-  DW_DEV void build(const W* wc, int K, int S, int o, bool flip, int g, int q) {
+  uint32_t hi[S][2];
+  uint32_t lo[kSplit ? S : 1][2];
+  // Shifts s >= ns (<= S) are zero.
+  DW_DEV void build(const W* wc, int K, int ns, int o, bool flip, int g, int q) {
 #pragma unroll
-    for (int s = 0; s < kTcMaxShifts; ++s) {
+    for (int s = 0; s < S; ++s) {
       float wv[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int r = 2 * q + (e & 1) + 8 * (e >> 1);
         const int k = 16 * s + r - g - o;
-        wv[e] = (s < S && k >= 0 && k < K) ? float(in_cvt(wc[flip ? K - 1 - k : k])) : 0.0f;
+        wv[e] = (s < ns && k >= 0 && k < K) ? float(in_cvt(wc[flip ? K - 1 - k : k])) : 0.0f;
       }
       hi[s][0] = pack2<T>(wv[0], wv[1]);
       hi[s][1] = pack2<T>(wv[2], wv[3]);
@@ -182,87 +200,112 @@ struct TcConvB {
   }
 };
 
-// One m16 block of the row convolution: the 128 outputs out[jm .. jm + 127] (jm = j0 + 128 m) from
-// the staged rows src (row 0 = element g0 of the input), stored as pairs where j < len.
-template <typename T, typename W>
-DW_DEV void tc_conv_block(const T* src, int m, int S, const TcConvB<T, W>& bf, float init,
-                          T* out, int64_t jm, int64_t len) {
-  const int lane = int(threadIdx.x) & 31;
-  float acc[4] = {init, init, init, init};
+// The row convolution over one staged tile, the warp's m16 blocks m = warp, warp + 4, ... (128
+// outputs each, out[j0 + 128m ..]) from the staged rows src (row 0 = element g0 of the input):
+// accumulators start at init, pairs are stored where j < len. Per block and shift: one ldmatrix,
+// one MMA (two for split weights); the lane's addresses advance by constants.
+template <typename T, typename W, int S>
+DW_DEV void tc_conv_tile(const T* src, int nblk, const TcConvB<T, W, S>& bf, float init,
+                         T* out, int64_t j0, int64_t len, int lane, int warp) {
   // ldmatrix row of the lane: matrix mi = lane >> 3, row lane & 7 -> A row a = 16m + (lane & 7) +
-  // 8 (mi & 1), k half h = mi >> 1: staged row a + 2s + h.
-  const int arow = 16 * m + (lane & 7) + 8 * ((lane >> 3) & 1) + (lane >> 4);
+  // 8 (mi & 1), k half h = mi >> 1: staged row a + 2s + h (8 elements per row).
+  const T* a_lane = src + ((lane & 7) + 8 * ((lane >> 3) & 1) + (lane >> 4) + 16 * warp) * 8;
+  // c_i: row g + 8 (i >> 1), column 2q + (i & 1): outputs 128m + 8g + 2q (+ 1) and + 64.
+  const int o_lane = 8 * (lane >> 2) + 2 * (lane & 3);
+  T* o_ptr = out + j0 + 128 * warp + o_lane;
+  const int64_t nvalid = len - j0;  // outputs of the tile inside the row
+  for (int m = warp; m < nblk; m += kWarps, a_lane += kWarps * 128, o_ptr += kWarps * 128) {
+    const int rel = 128 * m;
+    if (rel >= nvalid) break;  // warp-uniform
+    float acc[4] = {init, init, init, init};
 #pragma unroll
-  for (int s = 0; s < kTcMaxShifts; ++s) {
-    if (s < S) {
+    for (int s = 0; s < S; ++s) {
       uint32_t a[4];
-      tc_ldmatrix_x4(a, src + int64_t(arow + 2 * s) * 8);
+      tc_ldmatrix_x4(a, a_lane + 16 * s);
       tc_mma<T>(acc, a, bf.hi[s]);
-      if constexpr (TcConvB<T, W>::kSplit) tc_mma<T>(acc, a, bf.lo[s]);
+      if constexpr (TcConvB<T, W, S>::kSplit) tc_mma<T>(acc, a, bf.lo[s]);
     }
-  }
-  // c_i: row g + 8 (i >> 1), column 2q + (i & 1): outputs jm + 8g + 2q (+ 1) and + 64.
-  const int64_t jp = jm + 8 * (lane >> 2) + 2 * (lane & 3);
+    const bool full = rel + 128 <= nvalid;  // warp-uniform
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int64_t j = jp + 64 * h;
-    if (j + 1 < len) {
-      const uint32_t u = pack2<T>(acc[2 * h], acc[2 * h + 1]);
+    for (int h = 0; h < 2; ++h) {
+      const int jr = rel + o_lane + 64 * h;  // relative to j0
+      T* q = o_ptr + 64 * h;
+      if (full || jr + 1 < nvalid) {
+        const uint32_t u = pack2<T>(acc[2 * h], acc[2 * h + 1]);
 #ifdef DW_EMULATE
-      std::memcpy(out + j, &u, 4);
+        std::memcpy(q, &u, 4);
 #else
-      *reinterpret_cast<uint32_t*>(out + j) = u;
+        *reinterpret_cast<uint32_t*>(q) = u;
 #endif
-    } else if (j < len) {
-      out[j] = out_cvt<T>(acc[2 * h]);
+      } else if (jr < nvalid) {
+        *q = out_cvt<T>(acc[2 * h]);
+      }
     }
   }
 }
 
-// p.tile: outputs per tile (multiple of kTcBlockOut); p.ntiles = ceil(Lo / tile); p.total =
-// B * C * ntiles; p.kp: shifts S; p.off: o = (-pl) mod 8; p.nsm: staged rows (tc_rows).
+// Forward blocks per SM (__launch_bounds__; the grid is one wave of them): 64 registers, 80 with
+// the hi / lo weight halves (no spills).
 template <typename T, typename W>
-__global__ void __launch_bounds__(kThreads, 6) dw_fwd_cf_tc_kernel(const FwdArgs<T, W> p) {
+constexpr int tc_fwd_min_blocks() {
+  return std::is_same_v<W, T> ? 8 : 6;
+}
+
+// S: shifts (compiled, 1 .. kTcMaxShifts). p.tile: outputs per tile (multiple of kTcBlockOut);
+// p.ntiles = ceil(Lo / tile); p.total = B * C * ntiles, walked channel-major; p.off: o = (-pl)
+// mod 8; p.nsm: staged rows (tc_rows).
+template <typename T, typename W, int S>
+__global__ void __launch_bounds__(kThreads, tc_fwd_min_blocks<T, W>())
+    dw_fwd_cf_tc_kernel(const FwdArgs<T, W> p) {
   static_assert(sizeof(T) == 2, "half types only");
-  constexpr int NPER = kTcFwdRowsPer;
   T* xs = smem_base<T>();
   const int lane = int(threadIdx.x) & 31;
   const int warp = int(threadIdx.x) >> 5;
   int64_t cur_c = -1;
-  TcConvB<T, W> bf;
+  TcConvB<T, W, S> bf;
   float bias = 0.0f;
   // Each block takes a contiguous run of tiles, so that consecutive tiles mostly share the channel
   // (B fragments built once per run of the channel).
   const int64_t per = (p.total + gridDim.x - 1) / gridDim.x;
   const int64_t first = int64_t(blockIdx.x) * per;
   const int64_t end = first + per < p.total ? first + per : p.total;
+  // Tiles in channel-major order (c, b, tile), so that a run of tiles mostly shares the channel.
+  auto locate = [&](int64_t item, int64_t& c, int64_t& b, int64_t& j0) {
+    const int64_t row = udiv(item, p.ntiles);  // c * B + b
+    j0 = (item - row * p.ntiles) * p.tile;
+    c = udiv(row, p.B);
+    b = row - c * p.B;
+  };
+  // Two staging buffers: the copies of the next tile fly while this one is computed.
+  auto stage = [&](int64_t item, T* dst) {
+    int64_t c, b, j0;
+    locate(item, c, b, j0);
+    tc_stage<T>(dst, p.x + b * p.xsb + c * p.xsc, j0 - p.pl - p.off, p.L, p.nsm);
+  };
+  if (first < end) stage(first, xs);
+  tc_cp_commit();
   for (int64_t item = first; item < end; ++item) {
-    const int64_t row = udiv(item, p.ntiles);
-    const int64_t j0 = (item - row * p.ntiles) * p.tile;
-    const int64_t b = udiv(row, p.C);
-    const int64_t c = row - b * p.C;
-    {
-      TcStage<T, NPER> st;
-      st.load(p.x + b * p.xsb + c * p.xsc, j0 - p.pl - p.off, p.L, p.nsm);
-      st.store(xs, p.nsm);
-    }
+    int64_t c, b, j0;
+    locate(item, c, b, j0);
+    T* cur = xs + ((item - first) & 1) * int64_t(p.nsm) * 8;
+    if (item + 1 < end) stage(item + 1, xs + ((item + 1 - first) & 1) * int64_t(p.nsm) * 8);
+    tc_cp_commit();
     if (c != cur_c) {
       cur_c = c;
-      bf.build(p.w + c * p.K, p.K, p.kp, p.off, false, lane >> 2, lane & 3);
+      bf.build(p.w + c * p.K, p.K, S, p.off, false, lane >> 2, lane & 3);
       bias = p.bias ? float(in_cvt(p.bias[c])) : 0.0f;
     }
+    tc_cp_wait<1>();  // this tile's copies (all but the newest group) have landed
     __syncthreads();
-    T* yrow = p.y + b * p.ysb + c * p.ysc;
-    for (int m = warp; m < p.tile / 128; m += kWarps) {
-      const int64_t jm = j0 + int64_t(m) * 128;
-      if (jm >= p.Lo) break;  // warp-uniform
-      tc_conv_block<T, W>(xs, m, p.kp, bf, bias, yrow, jm, p.Lo);
-    }
-    __syncthreads();  // the tile is consumed before the next one is staged
+    tc_conv_tile<T, W, S>(cur, p.tile / 128, bf, bias, p.y + b * p.ysb + c * p.ysc, j0, p.Lo,
+                          lane, warp);
+    __syncthreads();  // the buffer is consumed before it is staged again
   }
+  tc_cp_wait<0>();
 }
 
-// p.tile: positions per tile (multiple of kTcBlockOut, <= kTcMaxTileBwd); p.ntiles =
+// S = max(sd, sx) (compiled; the two differ by at most one). p.tile: positions per tile
+// (multiple of kTcBlockOut, <= kTcMaxTileBwd); p.ntiles =
 // ceil(max(L, Lo) / tile); p.work = B * ntiles tiles per channel; p.split: blocks per channel;
 // p.sd / p.od: shifts and offset of the dx product (flipped kernel over dy), p.sx / p.ox of the dw
 // product; dy rows are staged from element p0 + p.dlo (dlo <= 0, a multiple of 8): the dx
@@ -270,22 +313,21 @@ __global__ void __launch_bounds__(kThreads, 6) dw_fwd_cf_tc_kernel(const FwdArgs
 // (position p0); p.nsm_dy / p.nsm_x: staged rows; p.part:
 // [split][K + 1][C] when dw or db is wanted. Shared memory: dy rows, x rows, and at the end the
 // (16 sx x 8) D sums and the warps' db.
-template <typename T, typename W>
+template <typename T, typename W, int S>
 __global__ void __launch_bounds__(kThreads, 4) dw_bwd_cf_tc_kernel(const BwdArgs<T, W> p) {
   static_assert(sizeof(T) == 2, "half types only");
-  constexpr int NPER = kTcBwdRowsPer;
-  T* dys = smem_base<T>();
-  T* xs = dys + int64_t(p.nsm_dy) * 8;
+  T* const sbase = smem_base<T>();
+  const int64_t buf = int64_t(p.nsm_dy + p.nsm_x) * 8;  // elements per staging buffer
   const int lane = int(threadIdx.x) & 31;
   const int warp = int(threadIdx.x) >> 5;
   const int64_t c = int64_t(blockIdx.x) / p.split;
   const int64_t sidx = int64_t(blockIdx.x) - c * p.split;
   const bool want_wb = p.want_w || p.want_b;
-  TcConvB<T, W> bf;
+  TcConvB<T, W, S> bf;
   if (p.want_x) bf.build(p.w + c * p.K, p.K, p.sd, p.od, true, lane >> 2, lane & 3);
-  float dacc[kTcMaxShifts][4];
+  float dacc[S][4];
 #pragma unroll
-  for (int s = 0; s < kTcMaxShifts; ++s) {
+  for (int s = 0; s < S; ++s) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) dacc[s][i] = 0.0f;
   }
@@ -294,33 +336,45 @@ __global__ void __launch_bounds__(kThreads, 4) dw_bwd_cf_tc_kernel(const BwdArgs
   // rdx rows into the staged dy.
   const int64_t ex = -(int64_t(p.K) - 1 - p.pl) - p.od;
   const int rdx = int((ex - p.dlo) / 8);
-  for (int64_t wi = sidx; wi < p.work; wi += p.split) {
+  // Two staging buffers (dy rows, then x rows): the next tile's copies fly during this one.
+  auto stage = [&](int64_t wi, T* dst) {
     const int64_t b = udiv(wi, p.ntiles);
     const int64_t p0 = (wi - b * p.ntiles) * p.tile;
-    {
-      TcStage<T, NPER> sdy;
-      TcStage<T, NPER> sx;
-      sdy.load(p.dy + b * p.dysb + c * p.dysc, p0 + p.dlo, p.Lo, p.nsm_dy);
-      if (p.want_w) sx.load(p.x + b * p.xsb + c * p.xsc, p0 - p.pl - p.ox, p.L, p.nsm_x);
-      sdy.store(dys, p.nsm_dy);
-      if (p.want_w) sx.store(xs, p.nsm_x);
+    tc_stage<T>(dst, p.dy + b * p.dysb + c * p.dysc, p0 + p.dlo, p.Lo, p.nsm_dy);
+    if (p.want_w) {
+      tc_stage<T>(dst + int64_t(p.nsm_dy) * 8, p.x + b * p.xsb + c * p.xsc, p0 - p.pl - p.ox, p.L,
+                  p.nsm_x);
     }
+  };
+  if (sidx < p.work) stage(sidx, sbase);
+  tc_cp_commit();
+  int parity = 0;
+  for (int64_t wi = sidx; wi < p.work; wi += p.split, parity ^= 1) {
+    const int64_t b = udiv(wi, p.ntiles);
+    const int64_t p0 = (wi - b * p.ntiles) * p.tile;
+    T* dys = sbase + parity * buf;
+    T* xs = dys + int64_t(p.nsm_dy) * 8;
+    if (wi + p.split < p.work) stage(wi + p.split, sbase + (parity ^ 1) * buf);
+    tc_cp_commit();
+    tc_cp_wait<1>();
     __syncthreads();
     if (p.want_x) {
-      T* dxrow = p.dx + b * p.dxsb + c * p.dxsc;
-      for (int m = warp; m < p.tile / 128; m += kWarps) {
-        const int64_t im = p0 + int64_t(m) * 128;
-        if (im >= p.L) break;  // warp-uniform
-        tc_conv_block<T, W>(dys + int64_t(rdx) * 8, m, p.sd, bf, 0.0f, dxrow, im, p.L);
-      }
+      tc_conv_tile<T, W, S>(dys + int64_t(rdx) * 8, p.tile / 128, bf, 0.0f,
+                            p.dx + b * p.dxsb + c * p.dxsc, p0, p.L, lane, warp);
     }
     if (want_wb) {
-      // Steps of 32 rows (256 positions): B = DY rows, two k-steps of 16 rows.
-      for (int st = warp; st < p.tile / 256; st += kWarps) {
-        const int a0 = 32 * st;
-        if (p0 + 8 * int64_t(a0) >= p.Lo) break;  // warp-uniform
+      // Steps of 32 rows (256 positions): B = DY rows, two k-steps of 16 rows. Lane addresses:
+      // B matrix mi = lane >> 3 is DY rows dyr + a0 + 8 mi + (lane & 7); A = X^T matrix mi holds
+      // t half (mi & 1) and a half (mi >> 1): staged x row a0 + 16 ks + 8 (mi >> 1) + (lane & 7) +
+      // 2 mt + (mi & 1).
+      const T* b_lane = dys + (p.dyr + 8 * (lane >> 3) + (lane & 7) + 32 * warp) * 8;
+      const T* x_lane = xs + (8 * (lane >> 4) + (lane & 7) + ((lane >> 3) & 1) + 32 * warp) * 8;
+      const int64_t nvalid = p.Lo - p0;
+      for (int st = warp; st < p.tile / 256; st += kWarps, b_lane += kWarps * 256,
+               x_lane += kWarps * 256) {
+        if (256 * int64_t(st) >= nvalid) break;  // warp-uniform
         uint32_t bb[4];
-        tc_ldmatrix_x4_trans(bb, dys + int64_t(p.dyr + a0 + 8 * (lane >> 3) + (lane & 7)) * 8);
+        tc_ldmatrix_x4_trans(bb, b_lane);
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           float lo, hi;
@@ -331,14 +385,11 @@ __global__ void __launch_bounds__(kThreads, 4) dw_bwd_cf_tc_kernel(const BwdArgs
 #pragma unroll
           for (int ks = 0; ks < 2; ++ks) {
             const uint32_t bk[2] = {bb[2 * ks], bb[2 * ks + 1]};
-            // A = X^T: matrix mi = lane >> 3 holds t half (mi & 1), a half (mi >> 1); stored rows
-            // are positions: row a0 + 16 ks + 8 (mi >> 1) + (lane & 7) + 2 mt + (mi & 1).
-            const int xrow = a0 + 16 * ks + 8 * (lane >> 4) + (lane & 7) + ((lane >> 3) & 1);
 #pragma unroll
-            for (int mt = 0; mt < kTcMaxShifts; ++mt) {
-              if (mt < p.sx) {
+            for (int mt = 0; mt < S; ++mt) {
+              if (mt < p.sx) {  // sx is S or S - 1
                 uint32_t aa[4];
-                tc_ldmatrix_x4_trans(aa, xs + int64_t(xrow + 2 * mt) * 8);
+                tc_ldmatrix_x4_trans(aa, x_lane + (16 * ks + 2 * mt) * 8);
                 tc_mma<T>(dacc[mt], aa, bk);
               }
             }
@@ -346,11 +397,12 @@ __global__ void __launch_bounds__(kThreads, 4) dw_bwd_cf_tc_kernel(const BwdArgs
         }
       }
     }
-    __syncthreads();  // the tiles are consumed before the next ones are staged
+    __syncthreads();  // the buffer is consumed before it is staged again
   }
+  tc_cp_wait<0>();
   if (!want_wb) return;  // uniform: no barrier follows
   // Fixed-order reduction over the warps: D[t][n] (t < 16 sx) and db, in the staging memory.
-  float* dsum = reinterpret_cast<float*>(dys);
+  float* dsum = reinterpret_cast<float*>(sbase);
   float* dbw = dsum + 16 * kTcMaxShifts * 8;
   pdb = warp_sum(pdb);
   const int g = lane >> 2;
@@ -358,7 +410,7 @@ __global__ void __launch_bounds__(kThreads, 4) dw_bwd_cf_tc_kernel(const BwdArgs
   for (int w = 0; w < kWarps; ++w) {
     if (warp == w) {
 #pragma unroll
-      for (int mt = 0; mt < kTcMaxShifts; ++mt) {
+      for (int mt = 0; mt < S; ++mt) {
         if (mt < p.sx) {
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
