@@ -7,6 +7,7 @@
 #pragma once
 
 #include "common/dispatch.h"
+#include "cuda/depthwise_bwd_cl_reg.cuh"
 #include "cuda/depthwise_kernels.cuh"
 #include "cuda/depthwise_fwd_reg.cuh"
 #include "cuda/depthwise_bwd_reg.cuh"
@@ -591,6 +592,51 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
       return;
     }
   } else if (path == Path::CL) {
+    // Compiled K with 16-byte-aligned positions of dy, x (when dw is wanted) and dx (when
+    // wanted): the register-direct kernel (depthwise_bwd_cl_reg.cuh, any padding), one wave of
+    // blocks (equal work per block); the workspace stays <= 64 MiB.
+    if (tune.allow_reg_bwd && pr.pl >= 0 &&
+        cl_vec_level<T, V, gvec_of<T>()>(dy, dyd) == kVecGroup &&
+        (!want_w || cl_vec_level<T, V, gvec_of<T>()>(x, xd) == kVecGroup) &&
+        (!want_x || cl_vec_level<T, V, gvec_of<T>()>(dx, dxd) == kVecGroup)) {
+      bool launched = false;
+      with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
+        constexpr int KC = decltype(kc)::value;
+        if constexpr (KC > 0) {
+          using Cfg = ClRegBwd<T, KC>;
+          auto kern = &dw_bwd_cl_reg_kernel<T, W, KC>;
+          const int64_t ncv = ceil_div(pr.C, Cfg::NV);  // channel vectors
+          int64_t cb = 1;                               // channel vectors per block
+          while (cb < ncv && cb < kThreads) cb *= 2;
+          const int64_t groups = ceil_div(ncv, cb);
+          const size_t smem = size_t(cl_bwd_reg_smem_floats<T, KC>(cb, want_x, want_wb)) * 4;
+          BwdArgs<T, W> ra = a;
+          ra.tile = int(cb);
+          ra.ntiles = cl_bwd_reg_ntiles<KC, Cfg::TP>(pr.L, pr.Lo, pr.pl);
+          ra.work = pr.B * ra.ntiles;
+          const int64_t per_split = (pr.K + 1) * pr.C * int64_t(sizeof(A));
+          int64_t split = tune.force_split;
+          if (split <= 0) {
+            const int64_t per_sm = cl_bwd_reg_resident(kern, smem, dev.device, Cfg::kMinBlocks);
+            split = ceil_div(int64_t(dev.sms) * per_sm, groups);
+          }
+          split = clamp64(split, 1, std::max<int64_t>(1, ceil_div(ra.work, kThreads / cb)));
+          split = std::min<int64_t>(split, std::max<int64_t>(1, int64_t(INT_MAX) / groups));
+          if (want_wb) {
+            split = std::min<int64_t>(split, std::max<int64_t>(1, (int64_t(64) << 20) / per_split));
+            ra.part = static_cast<A*>(alloc(size_t(split * per_split)));
+          }
+          ra.split = split;
+          const int64_t grid = groups * split;
+          DW_HOST_CHECK(grid <= INT_MAX, "sepconv1d: too many channels for the CUDA grid");
+          DW_LAUNCH(kern, grid, smem, stream, ra);
+          DW_CHECK_LAUNCH("dw_bwd_cl_reg_kernel");
+          if (want_wb) launch_reduce(ra.part, split);
+          launched = true;
+        }
+      });
+      if (launched) return;
+    }
     const int64_t per_item = int64_t(kClGroups) * V;
     const int64_t span = std::max(pr.Lo, ceil_div(pr.L, pr.s));
     const int items = int(clamp64(ceil_div(span, per_item), 1, kClItemsBwd));

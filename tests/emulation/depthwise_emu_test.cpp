@@ -696,6 +696,111 @@ int main_impl(int argc, char** argv) {
     run(cs, 3);
   }
 
+  // Register-direct CL backward (dw_bwd_cl_reg_kernel): every compiled K with 'same' (both
+  // roundings for even K), causal, valid and asymmetric pads, pad_left beyond the kernel span
+  // (the items shift left) and far beyond it, L around the item (8, 12 or 16 positions) and
+  // longer rows, 16-byte-aligned positions (clal any C, cl C % 8 == 0), C a multiple of the
+  // channel vector (1 float / 2 half channels) or not (ragged), blocks of several position slots
+  // or of one (C >= 128 channel vectors: partials straight from registers), odd B, every dtype
+  // pair but float64, bias or not, forced splits (grid-stride loop), every gradient subset.
+  {
+    const int reg_types[] = {0, 1, 2, 4, 5};
+    const int64_t lens[] = {1, 2, 7, 8, 12, 15, 16, 17, 40, 301};
+    const int64_t chans[] = {8, 3, 16, 5, 24, 130, 1, 40, 301};
+    const int grads[] = {7, 1, 2, 4, 3, 5, 6, 7, 7};
+    int idx = 0;
+    for (int64_t K : {3, 4, 5, 9}) {
+      const int64_t pads[][2] = {{(K - 1) / 2, K / 2}, {K / 2, (K - 1) / 2}, {K - 1, 0}, {0, 0},
+                                 {1, K + 2}, {K + 1, 1}, {2 * K + 20, 3}};
+      for (int pi = 0; pi < 7; ++pi) {
+        if (pi == 1 && K % 2 == 1) continue;
+        for (int64_t L : lens) {
+          const int64_t pl = pads[pi][0];
+          int64_t pr = pads[pi][1];
+          pr = std::max(pr, K - L - pl);  // at least one output
+          const int64_t Lo = L + pl + pr - K + 1;
+          int64_t C = chans[(idx + idx / 9) % 9];
+          if (L == 301) C = std::min<int64_t>(C, 24);
+          const int kind = (C % 8 == 0 && idx % 3 == 0) ? L_CL : L_CLAL;
+          Case cs{1 + 2 * (idx % 2), C, L, K, 1, 1, pl, pr, idx % 2 == 0, kind, kind, 0, 0,
+                  Tuning{}};
+          if (idx % 7 == 3) cs.tune.force_split = 1 + idx % 4;
+          cs.grads = grads[idx % 9];
+          // One position in x and dy, or one unit-stride channel: the channel-first path wins.
+          const bool cf_too = (L == 1 && Lo == 1) || (kind == L_CL && C == 1);
+          cs.expect_bwd = cf_too ? nullptr : "dw_bwd_cl_reg_kernel";
+          run(cs, reg_types[(idx + idx / 5) % 5]);
+          ++idx;
+        }
+      }
+    }
+    // Longer rows and the shapes of interest, scaled down: Mamba (causal K = 4, bf16 x with fp32
+    // weights), 'same' K = 3 / 5 / 9 in fp32 and bf16; one position slot (half C >= 256, float
+    // C >= 128) with a ragged last vector and idle vectors in the last group.
+    {
+      struct S {
+        int64_t B, C, L, K, pl, pr;
+        int types, grads;
+        int64_t split;
+      };
+      const S ss[] = {
+          {2, 520, 40, 4, 3, 0, 1, 7, 0},     {3, 64, 100, 4, 3, 0, 1, 7, 0},
+          {1, 16, 2051, 3, 1, 1, 0, 7, 0},    {1, 8, 2051, 9, 4, 4, 4, 7, 2},
+          {2, 258, 33, 5, 2, 2, 0, 7, 0},     {2, 301, 37, 9, 4, 4, 1, 3, 0},
+          {1, 129, 20, 3, 1, 1, 0, 6, 1},     {1, 257, 19, 9, 8, 0, 2, 5, 3},
+          {3, 130, 64, 4, 1, 2, 5, 7, 0},     {1, 40, 1000, 5, 2, 2, 2, 1, 1},
+      };
+      for (const S& t : ss) {
+        Case cs{t.B, t.C, t.L, t.K, 1, 1, t.pl, t.pr, t.B % 2 == 1, L_CLAL, L_CLAL, 0, 0,
+                Tuning{}};
+        if (t.C % 8 == 0) cs.xkind = cs.ykind = L_CL;
+        cs.grads = t.grads;
+        cs.tune.force_split = t.split;
+        cs.expect_bwd = "dw_bwd_cl_reg_kernel";
+        run(cs, t.types);
+      }
+    }
+    // x need not be aligned when dw is not wanted (only dy and dx are read / written).
+    {
+      Case cs{3, 16, 40, 3, 1, 1, 1, 1, true, L_CL, L_CL, 1, 0, Tuning{}};
+      cs.grads = 5;
+      cs.expect_bwd = "dw_bwd_cl_reg_kernel";
+      run(cs, 0);
+      cs.grads = 4;
+      run(cs, 2);
+    }
+    // Fallbacks to the tile kernel: unaligned x (dw wanted) / dy and dx, position strides off the
+    // 16-byte grid, stride 2, K not compiled, compiled K switched off, the knob off, float64.
+    struct FB {
+      int64_t C, L, K, s, pl, pr;
+      int xkind, ykind, xoff, yoff, types, grads;
+      bool reg, spec;
+    };
+    const FB fbs[] = {
+        {16, 40, 3, 1, 1, 1, L_CL, L_CL, 1, 0, 0, 7, true, true},      // x 4-byte aligned
+        {16, 40, 4, 1, 3, 0, L_CL, L_CL, 2, 0, 1, 2, true, true},      // x 4-byte aligned
+        {16, 40, 4, 1, 3, 0, L_CL, L_CL, 0, 2, 1, 7, true, true},      // dy, dx 4-byte aligned
+        {16, 40, 5, 1, 2, 2, L_CL, L_CL, 0, 4, 4, 4, true, true},      // dy 8-byte aligned
+        {16, 40, 5, 1, 2, 2, L_CLPAD, L_CLPAD, 0, 0, 4, 7, true, true}, // position stride 19
+        {12, 40, 9, 1, 4, 4, L_CL, L_CL, 0, 0, 2, 7, true, true},      // half, position stride 12
+        {6, 40, 3, 1, 1, 1, L_CL, L_CL, 0, 0, 0, 7, true, true},       // float, position stride 6
+        {16, 40, 3, 2, 1, 1, L_CLAL, L_CLAL, 0, 0, 5, 7, true, true},  // stride 2
+        {16, 40, 7, 1, 3, 3, L_CLAL, L_CLAL, 0, 0, 1, 7, true, true},  // K not compiled
+        {16, 40, 3, 1, 1, 1, L_CLAL, L_CLAL, 0, 0, 4, 7, true, false}, // compiled K off
+        {16, 40, 4, 1, 3, 0, L_CLAL, L_CLAL, 0, 0, 1, 7, false, true}, // knob off
+        {8, 40, 3, 1, 1, 1, L_CLAL, L_CLAL, 0, 0, 3, 7, true, true},   // float64
+    };
+    for (const FB& f : fbs) {
+      Case cs{3, f.C, f.L, f.K, f.s, 1, f.pl, f.pr, true, f.xkind, f.ykind, f.xoff, f.yoff,
+              Tuning{}};
+      cs.tune.allow_reg_bwd = f.reg;
+      cs.tune.allow_specialized = f.spec;
+      cs.grads = f.grads;
+      cs.expect_bwd = "dw_bwd_cl_kernel";
+      run(cs, f.types);
+    }
+  }
+
   // Random cases.
   std::uniform_int_distribution<int> pick(0, 1 << 30);
   auto choice = [&](std::initializer_list<int64_t> v) {
