@@ -7,10 +7,10 @@
 #pragma once
 
 #include "common/dispatch.h"
-#include "cuda/depthwise_bwd_cl_reg.cuh"
 #include "cuda/depthwise_kernels.cuh"
 #include "cuda/depthwise_fwd_reg.cuh"
 #include "cuda/depthwise_bwd_reg.cuh"
+#include "cuda/depthwise_bwd_cl_reg.cuh"
 #include "cuda/depthwise_tc.cuh"
 
 #ifndef DW_EMULATE
