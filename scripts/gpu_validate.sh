@@ -30,7 +30,7 @@ run() {  # run NAME CMD...: tee output to $OUT/NAME.log, remember failures
   return "$rc"
 }
 
-GPU_TESTS="cuda or reduce_overhead or mixed_devices or second_device"
+GPU_TESTS="cuda or reduce_overhead or mixed_devices or second_device or thousand_runs"
 # pytest-xdist spreads the (CPU-bound) float64 references over cores when it is installed.
 XDIST=()
 # One intra-op thread per worker: many workers each spawning a full CPU thread pool oversubscribe

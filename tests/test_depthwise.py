@@ -180,15 +180,18 @@ def test_frozen_weight_needs_no_saved_input(device):
     assert dx.stride(1) == 1, "dx should keep x's channel-last layout"
 
 
+# K = 9: the register-direct backwards (CUDA); K = 31: the tensor-core backward for bf16 (CUDA).
+@pytest.mark.parametrize("kernel_size", [9, 31])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_weight_grads_are_deterministic(device, dtype):
+def test_weight_grads_are_deterministic(device, dtype, kernel_size):
     x = make_activation(4, 64, 4099, dtype, device)
-    w, b = _params(64, 9, torch.float32 if dtype == torch.bfloat16 else dtype, device, True)
+    w, b = _params(64, kernel_size, torch.float32 if dtype == torch.bfloat16 else dtype, device, True)
     g = torch.randn(4, 64, 4099, dtype=torch.float64).to(device, dtype)
     op = torch.ops.sepconv1d.depthwise_conv1d_backward
-    first = op(g, x, w, 1, 4, 4, 1, True, True, True)
+    pad = kernel_size // 2
+    first = op(g, x, w, 1, pad, pad, 1, True, True, True)
     for _ in range(5):
-        again = op(g, x, w, 1, 4, 4, 1, True, True, True)
+        again = op(g, x, w, 1, pad, pad, 1, True, True, True)
         for a, b_ in zip(first, again, strict=True):
             assert torch.equal(a, b_), "gradients differ between identical runs"
 
