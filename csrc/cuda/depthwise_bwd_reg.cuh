@@ -44,49 +44,6 @@ constexpr int64_t reg_bwd_span() {
   return int64_t(32) * kRegVecsBwd * int64_t(16 / sizeof(T));
 }
 
-// Builds the window of step u from the lane's raw vectors `own` (U of them) and `edge` (the vector
-// of step -1 for lanes >= 32 - HL, of step U for lanes < HR), and widens it to floats:
-// f[m * NV + e] = element e of window vector m (m = HL: the lane's own vector), 0 where no tap reads.
-template <typename T, typename Win, int U>
-DW_DEV void reg_window(const uint32_t (&own)[U][4], const uint32_t (&edge)[4], int u, int lane,
-                       float (&f)[Win::NVEC * Win::NV]) {
-  constexpr int NV = Win::NV;
-  constexpr int HL = Win::HL;
-  constexpr int HR = Win::HR;
-  uint32_t win[Win::NVEC][4] = {};
-#pragma unroll
-  for (int q = 0; q < 4; ++q) win[HL][q] = own[u][q];
-  const uint32_t* before = u == 0 ? edge : own[u > 0 ? u - 1 : 0];
-  const uint32_t* after = u == U - 1 ? edge : own[u < U - 1 ? u + 1 : 0];
-#pragma unroll
-  for (int h = 1; h <= HL; ++h) {
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      if (Win::need_word(HL - h, q)) {
-        const uint32_t send = lane >= 32 - h ? before[q] : own[u][q];
-        win[HL - h][q] = __shfl_sync(0xffffffffu, send, (lane - h) & 31);
-      }
-    }
-  }
-#pragma unroll
-  for (int h = 1; h <= HR; ++h) {
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      if (Win::need_word(HL + h, q)) {
-        const uint32_t send = lane < h ? after[q] : own[u][q];
-        win[HL + h][q] = __shfl_sync(0xffffffffu, send, (lane + h) & 31);
-      }
-    }
-  }
-#pragma unroll
-  for (int m = 0; m < Win::NVEC; ++m) {
-#pragma unroll
-    for (int e = 0; e < NV; ++e) {
-      f[m * NV + e] = Win::need_elem(m, e) ? reg_elem<T, 4>(win[m], e) : 0.0f;
-    }
-  }
-}
-
 // p.ntiles: work items per row = ceil(max(L, Lo) / SPAN); p.work = B * p.ntiles items per channel;
 // p.split: blocks per channel (grid = C * split). p.part: [split][K + 1][C] when dw or db is wanted.
 template <typename T, typename W, int K_, int P>

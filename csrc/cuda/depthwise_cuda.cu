@@ -1,6 +1,7 @@
 // CUDA kernels of torch.ops.sepconv1d.depthwise_conv1d and depthwise_conv1d_backward.
-// Kernels: depthwise_kernels.cuh and depthwise_fwd_reg.cuh; launch planning: depthwise_launch.cuh;
-// design notes and expected speeds: csrc/NOTES.md ("Depthwise CUDA v1", "... v4").
+// Kernels: depthwise_kernels.cuh (tile and direct), depthwise_fwd_reg.cuh / depthwise_bwd_reg.cuh /
+// depthwise_bwd_cl_reg.cuh (register-direct), depthwise_tc.cuh (tensor cores); launch planning:
+// depthwise_launch.cuh; design notes and measurements: csrc/NOTES.md ("Depthwise CUDA v1" .. "v5").
 #include "cuda/depthwise_cuda.h"
 
 #include "common/conv_params.h"

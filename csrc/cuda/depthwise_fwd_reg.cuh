@@ -135,6 +135,49 @@ DW_DEV float reg_elem(const uint32_t (&r)[N], int e) {
   }
 }
 
+// Builds the window of step u from the lane's raw vectors `own` (U of them) and `edge` (the vector
+// of step -1 for lanes >= 32 - HL, of step U for lanes < HR), and widens it to floats:
+// f[m * NV + e] = element e of window vector m (m = HL: the lane's own vector), 0 where no tap reads.
+template <typename T, typename Win, int U>
+DW_DEV void reg_window(const uint32_t (&own)[U][4], const uint32_t (&edge)[4], int u, int lane,
+                       float (&f)[Win::NVEC * Win::NV]) {
+  constexpr int NV = Win::NV;
+  constexpr int HL = Win::HL;
+  constexpr int HR = Win::HR;
+  uint32_t win[Win::NVEC][4] = {};
+#pragma unroll
+  for (int q = 0; q < 4; ++q) win[HL][q] = own[u][q];
+  const uint32_t* before = u == 0 ? edge : own[u > 0 ? u - 1 : 0];
+  const uint32_t* after = u == U - 1 ? edge : own[u < U - 1 ? u + 1 : 0];
+#pragma unroll
+  for (int h = 1; h <= HL; ++h) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      if (Win::need_word(HL - h, q)) {
+        const uint32_t send = lane >= 32 - h ? before[q] : own[u][q];
+        win[HL - h][q] = __shfl_sync(0xffffffffu, send, (lane - h) & 31);
+      }
+    }
+  }
+#pragma unroll
+  for (int h = 1; h <= HR; ++h) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      if (Win::need_word(HL + h, q)) {
+        const uint32_t send = lane < h ? after[q] : own[u][q];
+        win[HL + h][q] = __shfl_sync(0xffffffffu, send, (lane + h) & 31);
+      }
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < Win::NVEC; ++m) {
+#pragma unroll
+    for (int e = 0; e < NV; ++e) {
+      f[m * NV + e] = Win::need_elem(m, e) ? reg_elem<T, 4>(win[m], e) : 0.0f;
+    }
+  }
+}
+
 // p.ntiles: work items (warps) per row = ceil(Lo / SPAN); p.total = B * C * p.ntiles.
 template <typename T, typename W, int K_, int P>
 __global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<K_>())
@@ -185,41 +228,8 @@ __global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<K_>())
     // early exit, so that the shuffles stay warp-uniform without a branch per step.
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      // Window vectors m = HL - h (left) .. HL + h (right): lane l - h / l + h of this step, or
-      // (first / last h lanes) of the previous / next step.
-      uint32_t win[Win::NVEC][4] = {};
-#pragma unroll
-      for (int q = 0; q < 4; ++q) win[HL][q] = xr[u][q];
-      const uint32_t* before = u == 0 ? edge : xr[u > 0 ? u - 1 : 0];
-      const uint32_t* after = u == U - 1 ? edge : xr[u < U - 1 ? u + 1 : 0];
-#pragma unroll
-      for (int h = 1; h <= HL; ++h) {
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          if (Win::need_word(HL - h, q)) {
-            const uint32_t send = lane >= 32 - h ? before[q] : xr[u][q];
-            win[HL - h][q] = __shfl_sync(0xffffffffu, send, (lane - h) & 31);
-          }
-        }
-      }
-#pragma unroll
-      for (int h = 1; h <= HR; ++h) {
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          if (Win::need_word(HL + h, q)) {
-            const uint32_t send = lane < h ? after[q] : xr[u][q];
-            win[HL + h][q] = __shfl_sync(0xffffffffu, send, (lane + h) & 31);
-          }
-        }
-      }
       float xf[Win::NVEC * NV];
-#pragma unroll
-      for (int m = 0; m < Win::NVEC; ++m) {
-#pragma unroll
-        for (int e = 0; e < NV; ++e) {
-          xf[m * NV + e] = Win::need_elem(m, e) ? reg_elem<T, 4>(win[m], e) : 0.0f;
-        }
-      }
+      reg_window<T, Win, U>(xr, edge, u, lane, xf);
       // Same order as dw_fwd_cf_kernel: bias, then taps k = 0..K-1.
       float acc[NV];
 #pragma unroll

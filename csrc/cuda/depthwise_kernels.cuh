@@ -718,7 +718,7 @@ struct BwdArgs {
   int64_t ntiles;
   int64_t work;    // B*ntiles work items per channel (CF) / channel group (CL)
   int64_t split;   // blocks per channel (CF) / channel group (CL)
-  // Tensor-core backward (depthwise_bwd_tc.cuh): shifts and window offsets of the dx convolution
+  // Tensor-core backward (depthwise_tc.cuh): shifts and window offsets of the dx convolution
   // (sd, od) and of the weight-gradient product (sx, ox), first staged dy row of the outputs (dyr).
   int sd, od, sx, ox, dyr;
 };

@@ -1,6 +1,6 @@
 // Launch planning for the depthwise kernels: path choice (CF / CL tile kernels, the
-// register-direct CF / CL forwards, or the direct kernels), tile sizes, shared-memory extents,
-// grid and split sizes. Torch-free so that the same planning runs under the host emulator
+// register-direct CF / CL forwards and backwards, the tensor-core CF kernels, or the direct
+// kernels), tile sizes, shared-memory extents, grid and split sizes. Torch-free so that the same planning runs under the host emulator
 // (DW_EMULATE). The includer defines
 //   DW_HOST_CHECK(cond, msg)  host-side argument / size check that throws
 //   DW_CHECK_LAUNCH(name)     error check right after a kernel launch
@@ -173,6 +173,14 @@ void with_kernel_size(const Problem& pr, bool fast, const Tuning& tune, F&& f) {
   }
 }
 
+// Channel vectors per block of the register-direct channel-last kernels: the power of two that
+// covers the tensor's ncv channel vectors, at most one per thread.
+inline int64_t cl_reg_channel_block(int64_t ncv) {
+  int64_t cb = 1;
+  while (cb < ncv && cb < kThreads) cb *= 2;
+  return cb;
+}
+
 // Blocks per channel (CF) / channel group (CL) of a split kernel: enough blocks for ~16 per SM in
 // all, never more than the work items of one channel.
 inline int64_t choose_split(int64_t groups, int64_t work, const DevInfo& dev, const Tuning& tune) {
@@ -314,8 +322,7 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
         if constexpr (KC > 0) {
           using Cfg = ClReg<T, KC>;
           const int64_t ncv = ceil_div(pr.C, Cfg::NV);  // channel vectors
-          int64_t cb = 1;                               // channel vectors per block
-          while (cb < ncv && cb < kThreads) cb *= 2;
+          const int64_t cb = cl_reg_channel_block(ncv);
           const int64_t groups = ceil_div(ncv, cb);
           FwdArgs<T, W> ra = a;
           ra.tile = int(cb);
@@ -401,7 +408,13 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
   const bool want_b = db != nullptr && pr.C > 0;
   if (!want_x && !want_w && !want_b) return;
   const bool want_wb = want_w || want_b;
-  // dw/db = the sum of `split` partial sums (split = 0: zeros).
+  // dw/db = the sum of `split` partial sums (split = 0: zeros), per_split bytes each; kernels
+  // with a free choice of split keep the workspace at most 64 MiB.
+  const int64_t per_split = (pr.K + 1) * pr.C * int64_t(sizeof(A));
+  auto cap_split = [&](int64_t split) {
+    const int64_t most = (int64_t(64) << 20) / std::max<int64_t>(per_split, 1);
+    return std::max<int64_t>(1, std::min(split, most));
+  };
   auto launch_reduce = [&](const A* part, int64_t split) {
     auto kern = &dw_reduce_kernel<A, W>;
     const int64_t grid = clamp64(ceil_div((pr.K + 1) * pr.C, kRedOut), 1, int64_t(dev.sms) * 32);
@@ -478,21 +491,16 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
           BwdArgs<T, W> ra = a;
           ra.ntiles = ceil_div(std::max(pr.L, pr.Lo), reg_bwd_span<T>());
           ra.work = pr.B * ra.ntiles;
-          ra.split = choose_split(pr.C, ceil_div(ra.work, kWarps), dev, tune);
-          // Workspace of the partial sums: at most 64 MiB.
-          const int64_t per_split = (pr.K + 1) * pr.C * int64_t(sizeof(A));
-          ra.split = std::max<int64_t>(1, std::min(ra.split, (int64_t(64) << 20) / per_split));
+          ra.split = cap_split(choose_split(pr.C, ceil_div(ra.work, kWarps), dev, tune));
           const int64_t grid = pr.C * ra.split;
           DW_HOST_CHECK(grid <= INT_MAX, "sepconv1d: too many channels for the CUDA grid");
-          if (!with_reg_pad<KC>(pr.pl, [](auto) {})) return;
-          if (want_wb) ra.part = static_cast<A*>(alloc(size_t(ra.split * per_split)));
-          with_reg_pad<KC>(pr.pl, [&](auto pc) {
+          launched = with_reg_pad<KC>(pr.pl, [&](auto pc) {
+            if (want_wb) ra.part = static_cast<A*>(alloc(size_t(ra.split * per_split)));
             auto kern = &dw_bwd_cf_reg_kernel<T, W, KC, decltype(pc)::value>;
             DW_LAUNCH(kern, grid, size_t(0), stream, ra);
             DW_CHECK_LAUNCH("dw_bwd_cf_reg_kernel");
+            if (want_wb) launch_reduce(ra.part, ra.split);
           });
-          if (want_wb) launch_reduce(ra.part, ra.split);
-          launched = true;
         }
       });
       if (launched) return;
@@ -526,9 +534,7 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
           ta.nsm_x = int(nsm_x);
           ta.ntiles = ceil_div(span, tile);
           ta.work = pr.B * ta.ntiles;
-          const int64_t per_split = (pr.K + 1) * pr.C * int64_t(sizeof(A));
-          ta.split = choose_split(pr.C, ta.work, dev, tune);
-          ta.split = std::max<int64_t>(1, std::min(ta.split, (int64_t(64) << 20) / per_split));
+          ta.split = cap_split(choose_split(pr.C, ta.work, dev, tune));
           const int64_t grid = pr.C * ta.split;
           DW_HOST_CHECK(grid <= INT_MAX, "sepconv1d: too many channels for the CUDA grid");
           // Two staging buffers; the end-of-block reduction reuses them (D sums and db).
@@ -580,7 +586,7 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
       const int64_t grid = pr.C * a.split;
       DW_HOST_CHECK(grid <= INT_MAX, "sepconv1d: too many channels for the CUDA grid");
       if (want_wb) {
-        a.part = static_cast<A*>(alloc(size_t(a.split * (pr.K + 1) * pr.C) * sizeof(A)));
+        a.part = static_cast<A*>(alloc(size_t(a.split * per_split)));
       }
       with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
         auto kern = &dw_bwd_cf_kernel<T, W, decltype(kc)::value, cf_bwd_items<T>()>;
@@ -595,10 +601,11 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
     // Compiled K with 16-byte-aligned positions of dy, x (when dw is wanted) and dx (when
     // wanted): the register-direct kernel (depthwise_bwd_cl_reg.cuh, any padding), one wave of
     // blocks (equal work per block); the workspace stays <= 64 MiB.
-    if (tune.allow_reg_bwd && pr.pl >= 0 &&
-        cl_vec_level<T, V, gvec_of<T>()>(dy, dyd) == kVecGroup &&
-        (!want_w || cl_vec_level<T, V, gvec_of<T>()>(x, xd) == kVecGroup) &&
-        (!want_x || cl_vec_level<T, V, gvec_of<T>()>(dx, dxd) == kVecGroup)) {
+    a.dy_vec = cl_vec_level<T, V, gvec_of<T>()>(dy, dyd);
+    a.x_vec = cl_vec_level<T, V, gvec_of<T>()>(x, xd);
+    a.dx_vec = want_x ? cl_vec_level<T, V, gvec_of<T>()>(dx, dxd) : 0;
+    if (tune.allow_reg_bwd && pr.pl >= 0 && a.dy_vec == kVecGroup &&
+        (!want_w || a.x_vec == kVecGroup) && (!want_x || a.dx_vec == kVecGroup)) {
       bool launched = false;
       with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
         constexpr int KC = decltype(kc)::value;
@@ -606,15 +613,13 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
           using Cfg = ClRegBwd<T, KC>;
           auto kern = &dw_bwd_cl_reg_kernel<T, W, KC>;
           const int64_t ncv = ceil_div(pr.C, Cfg::NV);  // channel vectors
-          int64_t cb = 1;                               // channel vectors per block
-          while (cb < ncv && cb < kThreads) cb *= 2;
+          const int64_t cb = cl_reg_channel_block(ncv);
           const int64_t groups = ceil_div(ncv, cb);
           const size_t smem = size_t(cl_bwd_reg_smem_floats<T, KC>(cb, want_x, want_wb)) * 4;
           BwdArgs<T, W> ra = a;
           ra.tile = int(cb);
           ra.ntiles = cl_bwd_reg_ntiles<KC, Cfg::TP>(pr.L, pr.Lo, pr.pl);
           ra.work = pr.B * ra.ntiles;
-          const int64_t per_split = (pr.K + 1) * pr.C * int64_t(sizeof(A));
           int64_t split = tune.force_split;
           if (split <= 0) {
             const int64_t per_sm = cl_bwd_reg_resident(kern, smem, dev.device, Cfg::kMinBlocks);
@@ -623,7 +628,7 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
           split = clamp64(split, 1, std::max<int64_t>(1, ceil_div(ra.work, kThreads / cb)));
           split = std::min<int64_t>(split, std::max<int64_t>(1, int64_t(INT_MAX) / groups));
           if (want_wb) {
-            split = std::min<int64_t>(split, std::max<int64_t>(1, (int64_t(64) << 20) / per_split));
+            split = cap_split(split);
             ra.part = static_cast<A*>(alloc(size_t(split * per_split)));
           }
           ra.split = split;
@@ -649,9 +654,6 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
     const int64_t smem = (nsm_x + dy_rows + kp + kp + 1) * kClVecs * V * int64_t(sizeof(A));
     if (smem <= limit) {
       const int64_t groups = ceil_div(pr.C, int64_t(kClVecs) * V);
-      a.dy_vec = cl_vec_level<T, V, gvec_of<T>()>(dy, dyd);
-      a.x_vec = cl_vec_level<T, V, gvec_of<T>()>(x, xd);
-      a.dx_vec = want_x ? cl_vec_level<T, V, gvec_of<T>()>(dx, dxd) : 0;
       a.items = items;
       a.tile = int(tile);
       a.off = 0;
@@ -664,7 +666,7 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
       const int64_t grid = groups * a.split;
       DW_HOST_CHECK(grid <= INT_MAX, "sepconv1d: too many channels for the CUDA grid");
       if (want_wb) {
-        a.part = static_cast<A*>(alloc(size_t(a.split * (pr.K + 1) * pr.C) * sizeof(A)));
+        a.part = static_cast<A*>(alloc(size_t(a.split * per_split)));
       }
       with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
         auto kern = &dw_bwd_cl_kernel<T, W, decltype(kc)::value, kClItemsBwd>;
@@ -710,10 +712,8 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
     DW_CHECK_LAUNCH("dw_bwd_dx_direct_kernel");
   }
   if (want_wb) {
-    // Cap the workspace at 64 MiB.
-    const int64_t per_split = (pr.K + 1) * pr.C * int64_t(sizeof(A));
-    int64_t split = choose_split(pr.C, ceil_div(pr.B * pr.Lo, kThreads), dev, tune);
-    split = std::max<int64_t>(1, std::min(split, (int64_t(64) << 20) / per_split));
+    const int64_t work = ceil_div(pr.B * pr.Lo, kThreads);
+    const int64_t split = cap_split(choose_split(pr.C, work, dev, tune));
     da.split = split;
     da.part = static_cast<A*>(alloc(size_t(split * per_split)));
     const int64_t grid = pr.C * split;
