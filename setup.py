@@ -3,7 +3,8 @@
 Environment knobs:
   SEPCONV1D_CPU_ONLY=1     build the CPU operators only, even where a CUDA toolkit exists
   CUDA_HOME / CUDA_PATH    the CUDA toolkit to use (otherwise found from nvcc on PATH)
-  TORCH_CUDA_ARCH_LIST     GPU targets (default: 8.0;9.0;10.0;12.0+PTX)
+  TORCH_CUDA_ARCH_LIST     GPU targets (default: 8.0;9.0;10.0;12.0+PTX); 9.0 is built as 9.0a
+                           (sm_90a: the separable forward's wgmma kernels; runs on every cc 9.0 GPU)
   MAX_JOBS                 parallel compile jobs (read by torch's ninja build)
   SEPCONV1D_DEBUG=1        -O0 -g host code and -G device code, for cuda-gdb
   SEPCONV1D_LOCAL_VERSION  a PEP 440 local version label for the wheel, e.g. cu13 -> 0.1.0+cu13
@@ -88,6 +89,17 @@ def find_cuda_home() -> str | None:
     return None
 
 
+def with_sm90a(arch_list: str) -> str:
+    """TORCH_CUDA_ARCH_LIST with 9.0 built as 9.0a: wgmma needs the arch-specific target, whose
+    code runs on every compute capability 9.0 GPU (H100, H200, GH200)."""
+    entries = [e for e in re.split(r"[;\s]+", arch_list.strip()) if e]
+    out = []
+    for e in entries:
+        base, plus, ptx = e.partition("+")
+        out.append(("9.0a" if base == "9.0" else base) + plus + ptx)
+    return ";".join(out)
+
+
 def _want_cuda() -> tuple[bool, str | None]:
     if os.environ.get("SEPCONV1D_CPU_ONLY", "0") == "1":
         return False, None
@@ -100,6 +112,7 @@ if WITH_CUDA:
     # Must be set before torch.utils.cpp_extension is imported: it reads CUDA_HOME at import.
     os.environ["CUDA_HOME"] = CUDA_HOME
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", DEFAULT_ARCH_LIST)
+    os.environ["TORCH_CUDA_ARCH_LIST"] = with_sm90a(os.environ["TORCH_CUDA_ARCH_LIST"])
 
 from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension  # noqa: E402
 
@@ -121,6 +134,8 @@ def _extension():
           f"arch list {os.environ['TORCH_CUDA_ARCH_LIST']}", file=sys.stderr)
     sources += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "csrc").rglob("*.cu"))
     nvcc = common + ["-DUSE_CUDA", "--expt-relaxed-constexpr"]
+    if any(e.split("+")[0] == "9.0a" for e in os.environ["TORCH_CUDA_ARCH_LIST"].split(";")):
+        nvcc.append("-DSEPCONV1D_SM90A")  # the host may launch the sm_90a (wgmma) kernels
     # torch's extension builder passes -D__CUDA_NO_HALF_CONVERSIONS__ and friends (they keep cuda_fp16.h
     # from clashing with at::Half, which stable-ABI code never includes); undo them so kernels can use
     # __half / __nv_bfloat16 constructors and operators. These come after torch's flags, so they win.

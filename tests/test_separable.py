@@ -145,6 +145,41 @@ def test_cout_passes_share_one_depthwise(device, layout, dtype):
     assert_close_to_reference(out, ref, TF32_TOLERANCE if dtype == torch.float32 else tolerance_for(dtype))
 
 
+@pytest.mark.parametrize("kernel_choice", ["wgmma-allowed", "mma-sync"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel_choice):
+    """Both CUDA forward kernels of 16-bit x: on compute capability 9.0 the wgmma kernel serves
+    channel-first Cout > 128 when its shared-h plan fits (SEPCONV1D_WGMMA=0 selects the mma.sync
+    kernel instead); odd Cin/Cout, ragged position tiles, K = 1 (no depthwise taps) to 31."""
+    if device != "cuda":
+        pytest.skip("CUDA kernel selection")
+    monkeypatch.setenv("SEPCONV1D_WGMMA", "1" if kernel_choice == "wgmma-allowed" else "0")
+    for cin, cout, kernel_size, length in [(100, 257, 9, 1031), (256, 512, 31, 700), (64, 130, 1, 129),
+                                           (200, 300, 5, 4100)]:
+        x = make_activation(3, cin, length, dtype, device)
+        dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, dtype, device, True, True)
+        pads = resolve_padding("same", kernel_size, 1, 1)
+        ref = reference_separable(x, dw, dwb, pw, pwb, 1, *pads, 1)
+        poison_allocator(device, ref.numel() * x.element_size())
+        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
+        assert_close_to_reference(out, ref, tolerance_for(dtype), f"{cin}->{cout} K={kernel_size} L={length}")
+
+
+def test_wgmma_kernel_runs_on_sm90(device):
+    """On compute capability 9.0 the seed-like bf16 forward must launch the wgmma kernel (kGemm 3):
+    catches a build without sm_90a code or a plan that no longer fits."""
+    if device != "cuda" or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs a compute capability 9.0 GPU")
+    x = make_activation(4, 256, 4096, torch.bfloat16, device)
+    dw, dwb, pw, pwb = _weights(256, 512, 9, torch.bfloat16, device, True, True)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if "sep_fwd_kernel" in e.name]
+    assert names, "no separable forward kernel was recorded"
+    assert all("sep_fwd_kernel<__nv_bfloat16, __nv_bfloat16, 3," in n for n in names), names
+
+
 def test_tf32_setting_is_obeyed(device):
     """TF32 results stay within TF32 error; with TF32 off, float32 is exact to float32 tolerance."""
     x = make_activation(2, 256, 2000, torch.float32, device)

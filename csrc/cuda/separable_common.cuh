@@ -4,6 +4,7 @@
 
 #include "cuda/cuda_utils.cuh"
 #include "cuda/separable_ptx.cuh"
+#include "cuda/separable_wgmma.cuh"
 
 #include <cstdint>
 #include <type_traits>
@@ -17,7 +18,8 @@ constexpr int kThreads = 256;  // every separable kernel runs 8 warps
 constexpr int kT = 8;          // default outputs per depthwise item (one thread, one channel)
 constexpr int kU = 8;          // taps per register window
 
-enum GemmKind : int { kGemmMma16 = 0, kGemmTf32 = 1, kGemmSimt = 2 };
+// kGemmWg: sm_90a warpgroup MMA (wgmma) of 16-bit operands from swizzled shared memory.
+enum GemmKind : int { kGemmMma16 = 0, kGemmTf32 = 1, kGemmSimt = 2, kGemmWg = 3 };
 
 // How a depthwise item reads its x window from shared memory.
 //  kModeVec: channel-first rows, stride 1, dilation 1: 16-byte loads of the window, realigned by a
@@ -304,9 +306,11 @@ struct DwParams {
 };
 
 // One chunk: CH channels [c0, c0 + CH) x NPOS outputs [j0, j0 + NPOS) of batch b. h lands in hs as
-// [CH][HP] (row c, column jj) in the GEMM operand type Tm.
+// [CH][HP] (row c, column jj) in the GEMM operand type Tm, or with kHT as the transposed wgmma
+// operand: NPOS rows jj of CH = 64 16-bit channels in the 128-byte swizzle (separable_wgmma.cuh).
 // TT outputs per depthwise item (8, or 16 to share windows and weights where registers allow).
-template <typename Tx, typename Tm, bool kTf32, int CH, int NPOS, int HP, bool kXcl, int TT = kT>
+template <typename Tx, typename Tm, bool kTf32, int CH, int NPOS, int HP, bool kXcl, int TT = kT,
+          bool kHT = false>
 struct DwStage {
   using Tacc = typename AccOf<Tx>::type;
   static constexpr int kV = 16 / static_cast<int>(sizeof(Tx));
@@ -436,6 +440,26 @@ struct DwStage {
     }
   }
 
+  static_assert(!kHT || (CH == 64 && sizeof(Tm) == 2), "transposed h: 64 16-bit channels per row");
+
+  // h element (channel c, output jj) -> hs.
+  __device__ static void put_h(Tm* hs, int c, int jj, Tm v) {
+    if constexpr (kHT) {
+      hs[jj * CH + ((((c >> 3) ^ (jj & 7)) << 3) | (c & 7))] = v;
+    } else {
+      hs[c * HP + jj] = v;
+    }
+  }
+  // The TT consecutive outputs jb.. of channel c (jb % 8 == 0).
+  __device__ static void put_run(Tm* hs, int c, int jb, const Tacc (&acc)[TT]) {
+    if constexpr (kHT) {
+#pragma unroll
+      for (int t = 0; t < TT; ++t) put_h(hs, c, jb + t, narrow_to<Tm, kTf32>(acc[t]));
+    } else {
+      store_h<Tm, kTf32>(hs + c * HP + jb, acc);
+    }
+  }
+
   // Zeroes outputs jj >= nvalid (so a ragged tail contributes exactly nothing to a reduction).
   __device__ static void clip(Tacc (&acc)[TT], int jj0, int step, int nvalid) {
 #pragma unroll
@@ -463,7 +487,7 @@ struct DwStage {
             for (int t = 0; t < TT; ++t) acc[t] = init;
             dw_item_vec<OFF, Tx, Tacc>(xs + c * d.xpitch, dws + c * d.dwpitch, jb, d.K, acc);
             clip(acc, jb, 1, nvalid);
-            store_h<Tm, kTf32>(hs + c * HP + jb, acc);
+            put_run(hs, c, jb, acc);
           }
         };
         static_switch<0, kV>(off, run);
@@ -486,19 +510,19 @@ struct DwStage {
         const int jj0 = g * TT;
         dw_item_gen<Tx, Tacc>(row + jj0 * d.stride * pstep, pstep, d.stride, d.dil, wrow, d.K, acc);
         clip(acc, jj0, 1, nvalid);
-        store_h<Tm, kTf32>(hs + c * HP + jj0, acc);
+        put_run(hs, c, jj0, acc);
       } else {
         const int dl = d.dil;
         const int jb = (g / dl) * (TT * dl) + (g % dl);  // outputs jb + t * dl
         dw_item_win<Tx, Tacc>(row + jb * pstep, dl * pstep, wrow, d.K, acc);
         clip(acc, jb, dl, nvalid);
         if (dl == 1) {
-          store_h<Tm, kTf32>(hs + c * HP + jb, acc);
+          put_run(hs, c, jb, acc);
         } else {
 #pragma unroll
           for (int t = 0; t < TT; ++t) {
             const int jj = jb + t * dl;
-            if (jj < NPOS) hs[c * HP + jj] = narrow_to<Tm, kTf32>(acc[t]);
+            if (jj < NPOS) put_h(hs, c, jj, narrow_to<Tm, kTf32>(acc[t]));
           }
         }
       }

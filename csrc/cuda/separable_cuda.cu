@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <tuple>
@@ -157,6 +158,44 @@ bool launch_fwd_mma(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwS
   return go(I256{}, W32{}, WPlace::kAuto);
 }
 
+// wgmma tiles run on compute capability 9.0 when the build has sm_90a code
+// (SEPCONV1D_SM90A, set by setup.py); SEPCONV1D_WGMMA=0 in the environment (read per call) selects
+// the mma.sync kernel instead, for comparisons.
+bool wgmma_enabled(int device) {
+#ifdef SEPCONV1D_SM90A
+  static int cc[64] = {0};
+  const int slot = (device >= 0 && device < 64) ? device : 0;
+  if (cc[slot] == 0) {
+    int major = 0, minor = 0;
+    check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+               "cudaDeviceGetAttribute(ComputeCapabilityMajor)");
+    check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device),
+               "cudaDeviceGetAttribute(ComputeCapabilityMinor)");
+    cc[slot] = 10 * major + minor;
+  }
+  const char* env = std::getenv("SEPCONV1D_WGMMA");
+  return cc[slot] == 90 && !(env != nullptr && env[0] == '0');
+#else
+  (void)device;
+  return false;
+#endif
+}
+
+// wgmma tile (16-bit x): BM 128 x BN 128, two warpgroups of 64 x 128 (64 accumulators per
+// thread). Used where it measured faster than the mma.sync kernel in the same process (seed
+// shape: 205 vs 277 us, csrc/NOTES.md "Separable CUDA v3"): channel-first x, Cout > 128, and one
+// depthwise per item shared by all Cout passes (the h ring of all Cin fits in shared memory).
+// Elsewhere it lost: with Cout <= 128 a 128-row tile wastes MMA and every step carries a
+// depthwise; for channel-last x and for BN 64 (the tile that lets larger Cin share h) ptxas
+// serialises the wgmma pipeline (C7511), so the depthwise no longer overlaps the products.
+template <typename Tx, typename Tw>
+bool launch_fwd_wg(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src,
+                   bool xcl) {
+  if (xcl || g.out_channels <= 128) return false;
+  return launch_fwd<Tx, Tw, Tx, kGemmWg, 128, 128, 64, 64, false>(x, y, g, src,
+                                                                  WPlace::kSharedOnly);
+}
+
 // Runs one fused launch (prep + main) for x in kernel layout; false when the x window of this
 // geometry does not fit in shared memory (the caller then materialises h first).
 bool run_fused(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src,
@@ -178,7 +217,9 @@ bool run_fused(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource
                                  : launch_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 16, 32, false>(x, y, g, src, WPlace::kAuto);
                       }
                     } else {
-                      ok = launch_fwd_mma<Tx, Tw, Tx, kGemmMma16, 32>(x, y, g, src, xcl);
+                      ok = (wgmma_enabled(x.get_device_index()) &&
+                            launch_fwd_wg<Tx, Tw>(x, y, g, src, xcl)) ||
+                           launch_fwd_mma<Tx, Tw, Tx, kGemmMma16, 32>(x, y, g, src, xcl);
                     }
                   });
   return ok;

@@ -13,6 +13,11 @@
 //    addresses are alignment-checked like the hardware requires.
 //  - mma.sync computes the exact products in double and adds them to the fp32 accumulator once;
 //    tf32 operands are truncated to 10 mantissa bits as the tensor cores read them.
+//  - wgmma (sm_90a) decodes the shared-memory descriptors (128-byte swizzle, K-major) and computes
+//    each thread's accumulator fragment; the products are taken both at issue and at
+//    wgmma.wait_group and must agree, so operands not ready at issue or overwritten before the wait
+//    are caught. Shared addresses start at kSmemBase (not 1024-aligned) so the kernels' base
+//    alignment is exercised.
 #pragma once
 
 #ifndef SEP_EMULATE
@@ -68,7 +73,9 @@ struct PendingCopy {
   void* dst;
   const void* src;
   int bytes, total;
+  long long group;  // commit group (the number of commits before it was issued)
 };
+inline thread_local long long tl_commits = 0;
 
 inline thread_local SepEmuDim3 tl_thread, tl_block, tl_bdim, tl_gdim;
 inline thread_local unsigned char* tl_smem = nullptr;
@@ -76,6 +83,19 @@ inline thread_local size_t tl_smem_bytes = 0;
 inline thread_local std::barrier<>* tl_bar = nullptr;
 inline thread_local WarpX* tl_warp = nullptr;
 inline thread_local std::vector<PendingCopy>* tl_pending = nullptr;
+
+// A wgmma issued by this thread and not yet waited for: its accumulator fragment, descriptors,
+// N, operand type, and the products as computed at issue.
+struct PendingWg {
+  float* d;
+  uint64_t da, db;
+  int n;
+  bool bf16;
+  std::vector<double> at_issue;
+};
+inline thread_local std::vector<PendingWg> tl_wg_pending;
+// Shared-memory address of the dynamic buffer's first byte (a multiple of 16, not of 1024).
+constexpr uint32_t kSmemBase = 512;
 
 [[noreturn]] inline void fail(const char* what, const char* file, int line) {
   std::fprintf(stderr, "SEP_EMU check failed: %s at %s:%d\n", what, file, line);
@@ -111,7 +131,7 @@ void launch(Kern kern, long long grid, int block, size_t smem, const Args&... ar
     wbars.emplace_back(new std::barrier<>(32));
     warps[static_cast<size_t>(w)].bar = wbars.back().get();
   }
-  unsigned char* sm = smem > 0 ? static_cast<unsigned char*>(std::aligned_alloc(128, (smem + 127) / 128 * 128)) : nullptr;
+  unsigned char* sm = smem > 0 ? static_cast<unsigned char*>(std::aligned_alloc(1024, (smem + 1023) / 1024 * 1024)) : nullptr;
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(block));
   for (int t = 0; t < block; ++t) {
@@ -131,6 +151,7 @@ void launch(Kern kern, long long grid, int block, size_t smem, const Args&... ar
         tl_block = SepEmuDim3{unsigned(g), 0, 0};
         kern(args...);
         SEP_EMU_CHECK(pending.empty(), "cp.async copies still pending at kernel end");
+        SEP_EMU_CHECK(tl_wg_pending.empty(), "wgmma groups not waited for at kernel end");
         bar.arrive_and_wait();
       }
     });
@@ -198,20 +219,32 @@ inline void cp_async_queue(void* smem, const void* gmem, int bytes, int total) {
   SEP_EMU_CHECK(reinterpret_cast<uintptr_t>(gmem) % uintptr_t(total) == 0,
                 "cp.async global source aligned to the copy size");
   SEP_EMU_CHECK(bytes >= 0 && bytes <= total, "cp.async src-size");
-  sepemu::tl_pending->push_back({smem, gmem, bytes, total});
+  sepemu::tl_pending->push_back({smem, gmem, bytes, total, sepemu::tl_commits});
 }
 inline void cp_async16(void* smem, const void* gmem, int src_bytes) {
   cp_async_queue(smem, gmem, src_bytes, 16);
 }
 inline void cp_async4(void* smem, const void* gmem) { cp_async_queue(smem, gmem, 4, 4); }
 inline void cp_async8(void* smem, const void* gmem) { cp_async_queue(smem, gmem, 8, 8); }
-inline void cp_async_commit() {}
-inline void cp_async_wait_all() {
-  for (const auto& c : *sepemu::tl_pending) {
-    if (c.bytes > 0) std::memcpy(c.dst, c.src, size_t(c.bytes));
-    if (c.total > c.bytes) std::memset(static_cast<char*>(c.dst) + c.bytes, 0, size_t(c.total - c.bytes));
+inline void cp_async_commit() { ++sepemu::tl_commits; }
+// Performs the copies of every committed group but the n most recent ones.
+inline void cp_async_wait_groups(int n) {
+  auto& q = *sepemu::tl_pending;
+  std::vector<sepemu::PendingCopy> keep;
+  for (const auto& c : q) {
+    if (c.group < sepemu::tl_commits - n) {
+      if (c.bytes > 0) std::memcpy(c.dst, c.src, size_t(c.bytes));
+      if (c.total > c.bytes) std::memset(static_cast<char*>(c.dst) + c.bytes, 0, size_t(c.total - c.bytes));
+    } else {
+      keep.push_back(c);
+    }
   }
-  sepemu::tl_pending->clear();
+  q.swap(keep);
+}
+inline void cp_async_wait_all() { cp_async_wait_groups(0); }
+template <int N>
+inline void cp_async_wait_group() {
+  cp_async_wait_groups(N);
 }
 
 // Butterfly exchange inside a warp (every lane of the warp must call it).
@@ -306,6 +339,75 @@ inline void mma_1688_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t 
     d[i] = float(double(d[i]) + s);
   }
   sepemu::warp_sync();
+}
+
+// ---- sm_90a wgmma (see separable_wgmma.cuh) ------------------------------------------------------
+
+inline uint32_t smem_u32(const void* p) {
+  sepemu::check_smem(p, 0, 1);
+  return sepemu::kSmemBase + uint32_t(static_cast<const unsigned char*>(p) - sepemu::tl_smem);
+}
+inline uint64_t wg_desc(const void* p) {
+  const uint32_t a = smem_u32(p);
+  return uint64_t((a & 0x3FFFFu) >> 4) | (uint64_t{1} << 16) | (uint64_t{1024 >> 4} << 32) |
+         (uint64_t{1} << 62);
+}
+inline void fence_proxy_async() {}
+inline void wg_fence() {}
+inline void wg_commit() {}
+
+// Element (row r, k) of a K-major operand in the 128-byte swizzle: rows of 128 bytes, groups of 8
+// rows SBO apart; address bits [4, 7) XOR bits [7, 10).
+inline double wg_operand(uint64_t desc, int r, int k, bool bf16) {
+  SEP_EMU_CHECK((desc >> 62) == 1, "wgmma descriptor: 128-byte swizzle");
+  const uint32_t start = uint32_t(desc & 0x3FFFu) << 4;
+  const uint32_t sbo = uint32_t((desc >> 32) & 0x3FFFu) << 4;
+  SEP_EMU_CHECK(sbo == 1024, "wgmma descriptor: SBO of 8 rows of 128 bytes");
+  const uint32_t lin = start + uint32_t(r / 8) * sbo + uint32_t(r % 8) * 128 + uint32_t(2 * k);
+  const uint32_t phys = lin ^ (((lin >> 7) & 7u) << 4);
+  SEP_EMU_CHECK(phys >= sepemu::kSmemBase, "wgmma operand in shared memory");
+  const unsigned char* e = sepemu::tl_smem + (phys - sepemu::kSmemBase);
+  sepemu::check_smem(e, 2, 2);
+  const uint16_t bits = sepemu::ld16(e);
+  return bf16 ? double(sepemu::bf16_bits_to_float(bits)) : double(sepemu::half_bits_to_float(bits));
+}
+
+// The products of one m64nNk16 for this thread's fragment (rows 16 w + g (+8), columns 8 j + 2 q
+// (+1); w = warp in the warpgroup, g = lane / 4, q = lane % 4), in fragment order.
+inline std::vector<double> wg_products(uint64_t da, uint64_t db, int n, bool bf16) {
+  const int t = int(threadIdx.x % 128u);
+  const int w = t / 32, g = (t % 32) / 4, q = t % 4;
+  std::vector<double> out(size_t(n / 2));
+  for (int j = 0; j < n / 8; ++j)
+    for (int h = 0; h < 2; ++h)
+      for (int e = 0; e < 2; ++e) {
+        const int row = 16 * w + g + 8 * h, col = 8 * j + 2 * q + e;
+        double s = 0.0;
+        for (int k = 0; k < 16; ++k) s += wg_operand(da, row, k, bf16) * wg_operand(db, col, k, bf16);
+        out[size_t(4 * j + 2 * h + e)] = s;
+      }
+  return out;
+}
+
+template <typename Tm, int N>
+struct Wgmma {
+  static void mma(float (&d)[N / 2], uint64_t da, uint64_t db) {
+    constexpr bool kBf16 = std::is_same_v<Tm, __nv_bfloat16>;
+    sepemu::tl_wg_pending.push_back({d, da, db, N, kBf16, wg_products(da, db, N, kBf16)});
+  }
+};
+
+template <int N>
+inline void wg_wait_all(float (&)[N]) {
+  for (auto& w : sepemu::tl_wg_pending) {
+    const std::vector<double> now = wg_products(w.da, w.db, w.n, w.bf16);
+    for (size_t i = 0; i < now.size(); ++i) {
+      SEP_EMU_CHECK(now[i] == w.at_issue[i] || (std::isnan(now[i]) && std::isnan(w.at_issue[i])),
+                    "wgmma operands changed between issue and wait");
+      w.d[i] = float(double(w.d[i]) + now[i]);
+    }
+  }
+  sepemu::tl_wg_pending.clear();
 }
 
 // cvt.rna.tf32.f32: round to nearest, ties away from zero, at 10 mantissa bits.

@@ -50,14 +50,18 @@ struct FwdParams {
   int wpitch;     // row pitch (elements) of the W buffer: streamed WP, resident WPR
   int y_pair;     // channel-first y, pairs (n, n+1) aligned: one 2-element store
   int y_vec4;     // channel-first y, quads aligned: one 4-element store (SIMT)
+  int y_vec8;     // channel-first y, groups of 8 aligned: one 16-byte store (wgmma, 16-bit y)
   int h_slots;    // h chunks in shared memory: 2 (ppg == 1) or n_chunks + 1
   int h_bytes;    // bytes per h chunk (aligned)
   int sm_w[2], sm_x[2], sm_dw[2], sm_h;
+  int w_bytes;    // wgmma: bytes per W stage; stage s at sm_w[0] + s * w_bytes (kWStages stages)
 };
 
 // Compile-time tile geometry shared by the kernel and the host plan.
 // MMA paths: 8 warps, each a 64 x WN tile (WN = 32: <= 128 registers, two blocks per SM;
 // WN = 64: half the shared-memory operand traffic per MMA, one block per SM). BN = 8 * 64 * WN / BM.
+// wgmma (kGemmWg): two warpgroups, each BM / 2 rows x BN columns in m64nBNk16 steps, BK = 64,
+// W and h^T in the 128-byte swizzle (rows of 64 channels); WN is 64 (one block per SM).
 template <typename Tx, typename Tm, int kGemm, int BM_, int BN_, int BK_, int WN_ = 32>
 struct FwdTile {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WN = WN_;
@@ -65,10 +69,17 @@ struct FwdTile {
   using Tacc = typename AccOf<Tx>::type;
   static constexpr bool kSimt = kGemm == kGemmSimt;
   static constexpr bool kTf32 = kGemm == kGemmTf32;
+  static constexpr bool kWg = kGemm == kGemmWg;
+  static constexpr int kWgRows = BM / 2;      // wgmma: rows per warpgroup
+  static constexpr int kWgMB = kWgRows / 64;  // wgmma: m64 blocks per warpgroup
+  // Streamed W stages: wgmma loads W kWStages - 1 steps ahead (steps without a depthwise are
+  // short, so one step of lead left the products waiting on L2).
+  static constexpr int kWStages = kWg ? 4 : 2;
   // MMA paths: W as [BM][pitch] (k contiguous); SIMT: W^T as [k][pitch] (m contiguous).
   static constexpr bool kWTransposed = kSimt;
-  // Streamed chunk pitch; all pitches are odd multiples of 16 B (conflict-free ldmatrix rows).
-  static constexpr int WP = kSimt ? BM + 4 : (kGemm == kGemmMma16 ? BK + 8 : BK + 4);
+  // Streamed chunk pitch; all pitches are odd multiples of 16 B (conflict-free ldmatrix rows),
+  // except wgmma's swizzled 128-byte rows.
+  static constexpr int WP = kSimt ? BM + 4 : kWg ? BK : (kGemm == kGemmMma16 ? BK + 8 : BK + 4);
   static constexpr int W_ELEMS = kSimt ? BK * WP : BM * WP;
   // Resident pitch for cin_pad input channels (cin_pad % BK == 0).
   static constexpr int resident_pitch(int cin_pad) {
@@ -78,9 +89,12 @@ struct FwdTile {
     return kSimt ? static_cast<int64_t>(cin_pad) * (BM + 4)
                  : static_cast<int64_t>(BM) * resident_pitch(cin_pad);
   }
-  // h chunk as [BK][HP] (n contiguous).
-  static constexpr int HP = kSimt ? BN + 4 : BN + 8;
-  static constexpr int H_ELEMS = BK * HP;
+  // h chunk as [BK][HP] (n contiguous); wgmma: h^T as [BN][BK] (k contiguous, swizzled).
+  static constexpr int HP = kSimt ? BN + 4 : kWg ? BK : BN + 8;
+  static constexpr int H_ELEMS = kWg ? BN * BK : BK * HP;
+  // Accumulators per thread.
+  static constexpr int kAccRegs =
+      kSimt ? (BM / 16) * (BN / 16) : kWg ? kWgRows * BN / 128 : 16 * kNT;
   static constexpr int kV = 16 / static_cast<int>(sizeof(Tx));  // x elements per 16 B
   // Outputs per depthwise item: 16 (window and weights shared by twice the outputs) where the
   // register budget allows it (16-bit x, WN = 64 tiles with up to 255 registers), else 8.
@@ -89,6 +103,9 @@ struct FwdTile {
                 "mma16 tiles: 8 warps of 64 x WN");
   static_assert(kGemm != kGemmTf32 || (BK % 8 == 0 && BM % 64 == 0 && BN * BM == 8 * 64 * WN),
                 "tf32 tiles: 8 warps of 64 x WN");
+  static_assert(!kWg || (sizeof(Tm) == 2 && BK == 64 && WN == 64 && (BM == 128 || BM == 256) &&
+                         BN == 128 && kAccRegs <= 128),
+                "wgmma tiles: two warpgroups of (BM / 2) x 128, BK 64 (Wgmma has N = 128 only)");
   static_assert(WN == 32 || WN == 64, "");
   static_assert(!kSimt || ((BM / 16) % 4 == 0 && (BN / 16) % 4 == 0), "simt thread tile in 4s");
   static_assert(BN % kItemT == 0, "BN must be a multiple of the depthwise item width");
@@ -106,6 +123,47 @@ __device__ __forceinline__ void store_pair(__nv_bfloat16* dst, float a, float b)
   *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(a, b);
 }
 
+// Two fp32 values as one packed 16-bit pair (low half = a).
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float a, float b) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  } else {
+    const __half2 v = __floats2half2_rn(a, b);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  }
+}
+
+// In a quad (lanes 4k .. 4k + 3, q = lane % 4): w[j] of lane s -> w[s] of lane j (4 x 4
+// transpose of 32-bit words) in two butterfly rounds, with selects instead of register indexing.
+__device__ __forceinline__ void quad_transpose(uint32_t (&w)[4], int q) {
+  // Round 1 (partner q ^ 1): swap w[1] <-> w[0] on odd/even lanes, and w[3] <-> w[2].
+  {
+    const bool odd = q & 1;
+    const uint32_t s0 = odd ? w[0] : w[1];
+    const uint32_t s1 = odd ? w[2] : w[3];
+    const uint32_t r0 = __shfl_xor_sync(0xffffffffu, s0, 1);
+    const uint32_t r1 = __shfl_xor_sync(0xffffffffu, s1, 1);
+    if (odd) { w[0] = r0; w[2] = r1; } else { w[1] = r0; w[3] = r1; }
+  }
+  // Round 2 (partner q ^ 2): swap the 2 x 2 blocks.
+  {
+    const bool hi = q & 2;
+    const uint32_t s0 = hi ? w[0] : w[2];
+    const uint32_t s1 = hi ? w[1] : w[3];
+    const uint32_t r0 = __shfl_xor_sync(0xffffffffu, s0, 2);
+    const uint32_t r1 = __shfl_xor_sync(0xffffffffu, s1, 2);
+    if (hi) { w[0] = r0; w[1] = r1; } else { w[2] = r0; w[3] = r1; }
+  }
+}
+
+// 16 bytes to global memory (dst 16-byte aligned).
+template <typename T>
+__device__ __forceinline__ void store16(T* dst, const uint32_t (&w)[4]) {
+  *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 // Two blocks per SM (<= 128 registers) except float64, whose double-width depthwise window and
 // accumulators need more registers (correctness path).
 template <typename Tx, typename Tm, int kGemm, int BM, int BN, int BK, int WN, bool kXcl>
@@ -114,11 +172,15 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
   using Tile = FwdTile<Tx, Tm, kGemm, BM, BN, BK, WN>;
   constexpr int kNT = Tile::kNT;
   using Tacc = typename Tile::Tacc;
-  using Dw = DwStage<Tx, Tm, Tile::kTf32, BK, BN, Tile::HP, kXcl, Tile::kItemT>;
+  using Dw = DwStage<Tx, Tm, Tile::kTf32, BK, BN, Tile::HP, kXcl, Tile::kItemT, Tile::kWg>;
   constexpr int HP = Tile::HP;
   constexpr bool kSimt = Tile::kSimt;
+  constexpr bool kWg = Tile::kWg;
 
-  SEP_DYNAMIC_SMEM(smem);
+  SEP_DYNAMIC_SMEM(smem_raw);
+  // wgmma's swizzle atoms need 1024-byte-aligned buffers: the plan adds 1024 bytes of slack.
+  unsigned char* smem = smem_raw;
+  if constexpr (kWg) smem += (1024u - (smem_u32(smem_raw) & 1023u)) & 1023u;
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
 
@@ -132,7 +194,10 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
   // Ring stage s (0, 1) of each buffer; selected, not indexed, so nothing lands in local memory.
   // The offsets go through opaque() so the pointers are rebuilt at each use instead of being
   // hoisted out of the stream loop into (64-bit) registers.
-  auto ws = [&](int s) { return reinterpret_cast<Tm*>(smem + opaque(s ? p.sm_w[1] : p.sm_w[0])); };
+  auto ws = [&](int s) {
+    if constexpr (kWg) return reinterpret_cast<Tm*>(smem + opaque(p.sm_w[0] + s * p.w_bytes));
+    return reinterpret_cast<Tm*>(smem + opaque(s ? p.sm_w[1] : p.sm_w[0]));
+  };
   auto xs = [&](int s) { return reinterpret_cast<Tx*>(smem + opaque(s ? p.sm_x[1] : p.sm_x[0])); };
   auto dws = [&](int s) {
     return reinterpret_cast<Tacc*>(smem + opaque(s ? p.sm_dw[1] : p.sm_dw[0]));
@@ -191,7 +256,10 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
     const Tm* src = static_cast<const Tm*>(p.wp) +
                     (kSimt ? static_cast<int64_t>(c0 + r0) * src_pitch + m0
                            : static_cast<int64_t>(m0 + r0) * src_pitch + c0) + v * kElPerVec;
-    Tm* dst = ws(stage) + r0 * Tile::WP + v * kElPerVec;
+    // wgmma: 16-byte chunk v of row r lands at chunk v ^ (r % 8); kRowStep % 8 == 0, so the
+    // chunk is the same for all rows of this thread.
+    Tm* dst = ws(stage) + r0 * Tile::WP + (kWg ? (v ^ (r0 & 7)) : v) * kElPerVec;
+    static_assert(!kWg || kRowStep % 8 == 0, "");
 #pragma unroll
     for (int i = 0; i < kRows / kRowStep; ++i) {
       cp_async16(dst + i * kRowStep * Tile::WP, src, 16);
@@ -226,7 +294,8 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
   };
 
   // ---- GEMM ----------------------------------------------------------------------------------------
-  constexpr int kWarpsM = kSimt ? 1 : BM / 64;
+  // wgmma: wm = warp in its warpgroup (16 rows of each m64 block), wn = warpgroup.
+  constexpr int kWarpsM = kSimt ? 1 : kWg ? 4 : BM / 64;
   constexpr int TM = BM / 16, TN = BN / 16;  // SIMT thread tile
   // Thread -> fragment coordinates. Recomputed inside gemm / store_tile from an opaque thread
   // index, so none of them is kept live across the stream loop.
@@ -247,8 +316,27 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
     return q;
   };
 
-  constexpr int kAccRegs = kSimt ? TM * TN : 16 * kNT;
+  constexpr int kAccRegs = Tile::kAccRegs;
   Tacc acc[kAccRegs];
+  // wgmma: the folded bias of this thread's fragment rows, loaded when a pass starts so the
+  // epilogue does not wait on it.
+  float bias_pre[kWg ? 2 * Tile::kWgMB : 1];
+  auto prefetch_bias = [&](int m0) {
+    if constexpr (kWg) {
+      const int t = threadIdx.x;
+      const int wm = (t >> 5) & 3, wn = t >> 7, g8 = (t & 31) >> 2;
+      const float* bias = static_cast<const float*>(p.bias) + m0;  // cout_pad entries
+#pragma unroll
+      for (int i = 0; i < Tile::kWgMB; ++i) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          bias_pre[i * 2 + h] = bias[wn * Tile::kWgRows + i * 64 + wm * 16 + g8 + h * 8];
+        }
+      }
+    } else {
+      (void)m0;
+    }
+  };
 #pragma unroll
   for (int i = 0; i < kAccRegs; ++i) acc[i] = Tacc(0);
 
@@ -258,10 +346,27 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
     return ws(0) + (kSimt ? c.chunk * BK * wpitch : c.chunk * BK);
   };
 
+  // wgmma: issues the chunk's products asynchronously (one commit group); the caller waits.
   auto gemm = [&](const Tm* wsb, const Tm* hsb) {
     const Frag q = frag();
     const int lane = q.lane, wm = q.wm, wn = q.wn, g8 = q.g8, tq = q.tq, tm = q.tm, tn = q.tn;
-    if constexpr (kGemm == kGemmMma16) {
+    if constexpr (kWg) {
+      (void)lane, (void)wm, (void)g8, (void)tq, (void)tm, (void)tn;
+      // A k16 step starts 32 bytes further into the rows: +2 in the descriptor's address field.
+      const uint64_t db0 = wg_desc(hsb);
+      const uint64_t da0 = wg_desc(wsb + wn * Tile::kWgRows * BK);
+      wg_fence();
+#pragma unroll
+      for (int kk = 0; kk < BK / 16; ++kk) {
+#pragma unroll
+        for (int mi = 0; mi < Tile::kWgMB; ++mi) {
+          const uint64_t da = da0 + static_cast<uint64_t>(mi * 64 * BK * 2 / 16 + 2 * kk);
+          Wgmma<Tm, BN>::mma(*reinterpret_cast<float(*)[BN / 2]>(&acc[mi * (BN / 2)]), da,
+                             db0 + static_cast<uint64_t>(2 * kk));
+        }
+      }
+      wg_commit();
+    } else if constexpr (kGemm == kGemmMma16) {
 #pragma unroll
       for (int kk = 0; kk < BK; kk += 16) {
         uint32_t bf[kNT][2];
@@ -374,33 +479,86 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
       // A full tile of aligned channel-first y (the common case): unchecked pair stores from
       // one row pointer per fragment row, with the bias read once per row, in straight-line
       // code. Anything else (ragged edges, channel-last or unaligned y) takes the checked loop.
-      if (p.y_pair && mvalid == BM && nvalid == BN) {
+      // Fragment (i, jn, h): rows m(i, h), columns n(jn) and n(jn) + 1, in acc[idx], acc[idx + 1].
+      // mma.sync: i = m16 tile of the warp's 64 rows, jn = n8 tile of its WN columns.
+      // wgmma: i = m64 block of the warpgroup, warp wm owns rows 16 wm .. of each, jn = n8 tile of BN.
+      constexpr int kMI = kWg ? Tile::kWgMB : 4;
+      constexpr int kNJ = kWg ? BN / 8 : kNT;
+      auto frag_m = [&](int i, int h) {
+        return kWg ? wn * Tile::kWgRows + i * 64 + wm * 16 + g8 + h * 8
+                   : wm * 64 + i * 16 + g8 + h * 8;
+      };
+      const int n_base = (kWg ? 0 : wn * WN) + 2 * tq;
+      auto frag_idx = [&](int i, int jn, int h) {
+        return kWg ? i * (BN / 2) + jn * 4 + 2 * h : (i * kNT + jn) * 4 + 2 * h;
+      };
+      auto bias_at = [&](int i, int h, int m) {
+        if constexpr (kWg) {
+          (void)m;
+          return bias_pre[i * 2 + h];
+        } else {
+          (void)i, (void)h;
+          return static_cast<float>(bias[m]);
+        }
+      };
+      // wgmma, full tile of 16-byte-aligned channel-first y: lanes of a quad hold columns 2q, 2q + 1
+      // of each n8 tile; a 4 x 4 transpose of packed pairs over the quad gives lane q the 8
+      // consecutive columns of tile 4 G + q, stored with one 16-byte store (whole 32-byte
+      // sectors) instead of four 4-byte stores.
+      bool stored = false;
+      if constexpr (kWg) {
+        if (p.y_vec8 && mvalid == BM && nvalid == BN) {
+          stored = true;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
+          for (int i = 0; i < kMI; ++i) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const float bm = bias_pre[i * 2 + h];
+              Tx* yrow = yb + static_cast<int64_t>(m0 + frag_m(i, h)) * p.ysc + j0 + 8 * tq;
+#pragma unroll
+              for (int G = 0; G < kNJ / 4; ++G) {
+                uint32_t w[4];
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                  const int idx = frag_idx(i, 4 * G + j, h);
+                  w[j] = pack2<Tx>(acc[idx] + bm, acc[idx + 1] + bm);
+                }
+                quad_transpose(w, tq);
+                store16(yrow + G * 32, w);
+              }
+            }
+          }
+        }
+      }
+      if (stored) {
+        // done above
+      } else if (p.y_pair && mvalid == BM && nvalid == BN) {
+#pragma unroll
+        for (int i = 0; i < kMI; ++i) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const int m = wm * 64 + i * 16 + g8 + h * 8;
-            const float bm = bias[m];
-            Tx* yrow = yb + static_cast<int64_t>(m0 + m) * p.ysc + j0 + wn * WN + 2 * tq;
+            const int m = frag_m(i, h);
+            const float bm = bias_at(i, h, m);
+            Tx* yrow = yb + static_cast<int64_t>(m0 + m) * p.ysc + j0 + n_base;
 #pragma unroll
-            for (int jn = 0; jn < kNT; ++jn) {
-              const float v0 = acc[(i * kNT + jn) * 4 + 2 * h];
-              const float v1 = acc[(i * kNT + jn) * 4 + 2 * h + 1];
+            for (int jn = 0; jn < kNJ; ++jn) {
+              const float v0 = acc[frag_idx(i, jn, h)];
+              const float v1 = acc[frag_idx(i, jn, h) + 1];
               store_pair(yrow + jn * 8, v0 + bm, v1 + bm);
             }
           }
         }
       } else {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
+        for (int i = 0; i < kMI; ++i) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const int m = wm * 64 + i * 16 + g8 + h * 8;
+            const int m = frag_m(i, h);
 #pragma unroll
-            for (int jn = 0; jn < kNT; ++jn) {
-              const int n = wn * WN + jn * 8 + 2 * tq;
-              const float v0 = acc[(i * kNT + jn) * 4 + 2 * h];
-              const float v1 = acc[(i * kNT + jn) * 4 + 2 * h + 1];
+            for (int jn = 0; jn < kNJ; ++jn) {
+              const int n = n_base + jn * 8;
+              const float v0 = acc[frag_idx(i, jn, h)];
+              const float v1 = acc[frag_idx(i, jn, h) + 1];
               if (p.y_pair && m < mvalid && n + 1 < nvalid) {
                 store_pair(yb + static_cast<int64_t>(m0 + m) * p.ysc + (j0 + n), v0 + bias[m],
                            v1 + bias[m]);
@@ -424,14 +582,25 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
   if (n_chunks == 0) {  // no input channels: y = bias
     for (; cur.item < p.n_items; cur.item += p.n_workers) {
       at_item(cur);
-      for (int ps = 0; ps < passes; ++ps) store_tile(cur, (mt0 + ps) * BM);
+      for (int ps = 0; ps < passes; ++ps) {
+        prefetch_bias((mt0 + ps) * BM);
+        store_tile(cur, (mt0 + ps) * BM);
+      }
     }
     return;
   }
   // x of a step is staged (and its depthwise run) only in the first pass over its item.
   auto needs_x = [&](Cursor c) { return c.item < p.n_items && c.pass == 0; };
-  if (p.resident) load_w_resident(m0_of(cur));
-  else load_w_chunk(0, m0_of(cur), 0);
+  if (p.resident) {
+    load_w_resident(m0_of(cur));
+  } else {
+    load_w_chunk(0, m0_of(cur), 0);
+    Cursor cw = cur;  // wgmma: W of steps 1 .. kWStages - 2 as well
+    for (int k = 1; k < Tile::kWStages - 1; ++k) {
+      cw = next(cw);
+      if (cw.item < p.n_items) load_w_chunk(cw.chunk, m0_of(cw), k);
+    }
+  }
   load_x(cur, 0);
   {
     const Cursor c1 = next(cur);
@@ -445,24 +614,48 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
   for (int f = 0; cur.item < p.n_items; ++f) {
     const Cursor c1 = next(cur);  // step f + 1
     const Cursor c2 = next(c1);   // step f + 2
-    cp_async_wait_all();
+    // Step f needs W(f) and, if it runs a depthwise, X(f+1) (issued by step f - 1). wgmma: the W
+    // of step f came kWStages - 1 steps earlier, so without a depthwise the newest group may
+    // still be in flight.
+    if (kWg && !needs_x(c1)) {
+      cp_async_wait_group<1>();
+    } else {
+      cp_async_wait_all();
+    }
+    if constexpr (kWg) fence_proxy_async();  // h(f) and W(f) are read by wgmma (async proxy)
     __syncthreads();
-    // W(f+1) -> ws[(f+1)&1] (last read by GEMM(f-1)); X(f+2) -> xs[f&1] (last read by
-    // depthwise(f)); both finished before the barrier above.
-    if (!p.resident && c1.item < p.n_items) load_w_chunk(c1.chunk, m0_of(c1), (f + 1) & 1);
+    // mma.sync: W(f+1) -> ws[(f+1)&1] (last read by GEMM(f-1)); X(f+2) -> xs[f&1] (last read
+    // by depthwise(f)); both finished before the barrier above.
+    if constexpr (kWg) {
+      // W(f+3) -> stage (f+3) % 4 = that of GEMM(f-1), finished before the barrier above.
+      static_assert(Tile::kWStages == 4, "");
+      const Cursor c3 = next(c2);
+      if (c3.item < p.n_items) load_w_chunk(c3.chunk, m0_of(c3), (f + 3) & 3);
+    } else if (!p.resident && c1.item < p.n_items) {
+      load_w_chunk(c1.chunk, m0_of(c1), (f + 1) & 1);
+    }
     if (needs_x(c2)) load_x(c2, f & 1);
     cp_async_commit();
-    // Warps w and w + 4 share a scheduler (SM sub-partition): they run the two independent
-    // phases in opposite orders so one feeds the tensor pipe while the other does the FMAs.
-    // One call site per phase (a loop of two, not unrolled) keeps a single copy of each in
-    // the instruction cache.
     const bool dw_next = needs_x(c1);
+    if constexpr (kWg) {
+      if (cur.chunk == 0) prefetch_bias(m0_of(cur));
+      // The tensor cores work through GEMM(f) while the same warps run the next depthwise;
+      // GEMM(f) must be done before the next step overwrites its W stage and h slot.
+      gemm(w_chunk(cur, f & 3), hs(h_slot(cur)));
+      if (dw_next) depthwise(c1, (f + 1) & 1);
+      wg_wait_all(acc);
+    } else {
+      // Warps w and w + 4 share a scheduler (SM sub-partition): they run the two independent
+      // phases in opposite orders so one feeds the tensor pipe while the other does the FMAs.
+      // One call site per phase (a loop of two, not unrolled) keeps a single copy of each in
+      // the instruction cache.
 #pragma unroll 1
-    for (int ph = 0; ph < 2; ++ph) {
-      if ((ph == 0) == (warp < 4)) {
-        gemm(w_chunk(cur, f & 1), hs(h_slot(cur)));
-      } else if (dw_next) {
-        depthwise(c1, (f + 1) & 1);
+      for (int ph = 0; ph < 2; ++ph) {
+        if ((ph == 0) == (warp < 4)) {
+          gemm(w_chunk(cur, f & 1), hs(h_slot(cur)));
+        } else if (dw_next) {
+          depthwise(c1, (f + 1) & 1);
+        }
       }
     }
     if (cur.chunk == n_chunks - 1) store_tile(cur, m0_of(cur));

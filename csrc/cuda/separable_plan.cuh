@@ -148,11 +148,15 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
 
   // Shared memory: [W][xs x2][dws x2][hs x h_slots]; W is two streamed chunks or the resident
   // tile; h_slots is 2, or max(n_chunks, 2) when blocks make several Cout passes (shared h).
-  const int64_t limit = caps.smem_optin;
+  // wgmma: every buffer 1024-byte aligned (swizzle atoms), plus 1024 bytes to align the base; W
+  // is never resident (its swizzled chunks are streamed).
+  auto al = [](int64_t bytes) { return Tile::kWg ? round_up(bytes, 1024) : align_bytes(bytes); };
+  const int64_t limit = caps.smem_optin - (Tile::kWg ? 1024 : 0);
   const int64_t n_chunks = cin_pad / BK;
-  const int64_t h_bytes = align_bytes(static_cast<int64_t>(Tile::H_ELEMS) * sizeof(Tm));
-  const int64_t rest = 2 * align_bytes(xs_bytes) + 2 * align_bytes(dws_bytes) + 2 * h_bytes;
-  const int64_t w_chunk = align_bytes(static_cast<int64_t>(Tile::W_ELEMS) * sizeof(Tm));
+  const int64_t h_bytes = al(static_cast<int64_t>(Tile::H_ELEMS) * sizeof(Tm));
+  const int64_t rest = 2 * al(xs_bytes) + 2 * al(dws_bytes) + 2 * h_bytes;
+  const int64_t w_chunk = al(static_cast<int64_t>(Tile::W_ELEMS) * sizeof(Tm));
+  const int64_t w_ring = Tile::kWStages * w_chunk;  // streamed W
   const int64_t w_res =
       cin_pad <= (int64_t{1} << 20)
           ? align_bytes(Tile::resident_elems(static_cast<int>(cin_pad)) * static_cast<int64_t>(sizeof(Tm)))
@@ -165,7 +169,7 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   // passes. The fewest groups (blocks per item) that give about one block per SM slot.
   int64_t n_groups = n_mt, ppg = 1, h_slots = 2;
   int64_t n_workers = n_items;
-  const int64_t shared_bytes = 2 * w_chunk + rest + (std::max<int64_t>(n_chunks, 2) - 2) * h_bytes;
+  const int64_t shared_bytes = w_ring + rest + (std::max<int64_t>(n_chunks, 2) - 2) * h_bytes;
   if (place_w == WPlace::kSharedOnly && n_mt > 1 && shared_bytes <= limit) {
     const int64_t slots = caps.sms * blocks_per_sm(shared_bytes);
     const int64_t groups = std::min<int64_t>(n_mt, ceil_div(3 * slots, 4 * n_items));
@@ -184,10 +188,10 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   // it costs no occupancy (WN = 32 and SIMT tiles run two blocks per SM when streamed).
   bool resident = false;
   const bool res_ok =
-      ppg == 1 &&
+      ppg == 1 && !Tile::kWg &&
       (place_w == WPlace::kResidentOnly ||
-       (place_w == WPlace::kAuto && (2 * w_chunk + rest > limit ||
-                                     blocks_per_sm(w_res + rest) >= blocks_per_sm(2 * w_chunk + rest))));
+       (place_w == WPlace::kAuto && (w_ring + rest > limit ||
+                                     blocks_per_sm(w_res + rest) >= blocks_per_sm(w_ring + rest))));
   if (res_ok && w_res + rest <= limit) {
     const int64_t slots = caps.sms * blocks_per_sm(w_res + rest);
     const int64_t workers = std::max<int64_t>(1, slots / n_mt);
@@ -196,22 +200,23 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
       n_workers = workers;
     }
   }
-  if (!resident && (place_w == WPlace::kResidentOnly || 2 * w_chunk + rest > limit)) return false;
+  if (!resident && (place_w == WPlace::kResidentOnly || w_ring + rest > limit)) return false;
   int64_t off = 0;
   auto place = [&](int64_t bytes) {
     const int64_t at = off;
-    off += align_bytes(bytes);
+    off += al(bytes);
     return static_cast<int>(at);
   };
-  p.sm_w[0] = place(resident ? w_res : w_chunk);
-  p.sm_w[1] = resident ? p.sm_w[0] : place(w_chunk);
+  p.sm_w[0] = place(resident ? w_res : w_ring);
+  p.sm_w[1] = resident ? p.sm_w[0] : p.sm_w[0] + static_cast<int>(w_chunk);
+  p.w_bytes = static_cast<int>(w_chunk);
   for (int s = 0; s < 2; ++s) p.sm_x[s] = place(xs_bytes);
   for (int s = 0; s < 2; ++s) p.sm_dw[s] = place(dws_bytes);
   p.sm_h = place(h_slots * h_bytes);
   p.h_slots = static_cast<int>(h_slots);
   p.h_bytes = static_cast<int>(h_bytes);
   if (off > limit) return false;
-  out.smem = off;
+  out.smem = off + (Tile::kWg ? 1024 : 0);
 
   // Workspace: prepared pw weights, depthwise weights (>= 1 row: also the dummy source of
   // zero-byte copies), folded bias.
@@ -259,6 +264,7 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   };
   p.y_pair = y_aligned(2) ? 1 : 0;
   p.y_vec4 = y_aligned(4) ? 1 : 0;
+  p.y_vec8 = y_aligned(8) ? 1 : 0;
   out.blocks = n_groups * n_workers;
   return out.blocks <= std::numeric_limits<int32_t>::max();
 }

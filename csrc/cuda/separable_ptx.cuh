@@ -37,6 +37,11 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 }
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait_group() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
 
 // Four 8x8 b16 matrices; lane l gives the address of row (l & 7) of matrix (l >> 3).
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {

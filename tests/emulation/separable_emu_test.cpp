@@ -378,6 +378,7 @@ void fwd_all(Problem<Tx, Tw>& P, const DevCaps& caps) {
       run_fwd<Tx, Tw, Tx, kGemmMma16, 256, 64, 32, 32, kXcl>(P, caps, place, "mma 256x64");
       run_fwd<Tx, Tw, Tx, kGemmMma16, 128, 256, 32, 64, kXcl>(P, caps, place, "mma 128x256w64");
       run_fwd<Tx, Tw, Tx, kGemmMma16, 256, 128, 32, 64, kXcl>(P, caps, place, "mma 256x128w64");
+      run_fwd<Tx, Tw, Tx, kGemmWg, 128, 128, 64, 64, kXcl>(P, caps, place, "wgmma 128x128");
     }
   }
 }
@@ -392,6 +393,7 @@ void bwd_all(Problem<Tx, Tw>& P, const DevCaps& caps) {
   } else if constexpr (!std::is_same_v<Tx, double>) {
     run_dh<Tx, Tw, Tx, kGemmMma16, 128, 256, 32, 64, kXcl>(P, caps, "mma 128x256w64");
     run_dh<Tx, Tw, Tx, kGemmMma16, 256, 64, 32, 32, kXcl>(P, caps, "mma 256x64");
+    run_dh<Tx, Tw, Tx, kGemmWg, 128, 128, 64, 64, kXcl>(P, caps, "wgmma 128x128");
     run_dpw<Tx, Tw, Tx, kGemmMma16, 64, 256, kXcl>(P, caps, "mma 64x256");
     run_dpw<Tx, Tw, Tx, kGemmMma16, 128, 128, kXcl>(P, caps, "mma 128x128");
     run_dpw<Tx, Tw, Tx, kGemmMma16, 256, 64, kXcl>(P, caps, "mma 256x64");

@@ -1,0 +1,136 @@
+// sm_90a warpgroup MMA (wgmma) wrappers for the separable forward: shared-memory matrix
+// descriptors for the 128-byte-swizzled K-major layout, the async-proxy fence, and
+// wgmma.mma_async m64n128k16 (bf16 / fp16 inputs, fp32 accumulators).
+//
+// Operand layout (both A = W [m][k] and B = h^T [n][k]): rows of 64 16-bit elements (128 bytes),
+// groups of 8 rows form a 1024-byte atom (1024-byte aligned); the 16-byte chunk j of row r is stored
+// at chunk j ^ (r % 8) of that row. A k16 step starts 32 bytes further into the rows.
+//
+// wgmma exists only on sm_90a: the bodies compile to a trap elsewhere, and the host launches these
+// kernels only on compute capability 9.0 when the build had sm_90a (SEPCONV1D_SM90A).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#ifndef SEP_EMULATE  // separable_emu.cuh provides host versions of everything below
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define SEP_WGMMA_OK 1
+#else
+#define SEP_WGMMA_OK 0
+#endif
+
+namespace sepconv1d {
+namespace cuda {
+namespace sep {
+
+// Descriptor of a K-major, 128-byte-swizzled operand whose first row starts at p (p lies in a
+// 1024-byte-aligned atom, plus 32 * k16-step bytes). LBO is unused in this mode; SBO = 1024 bytes
+// (next group of 8 rows); swizzle mode 1 = 128 bytes.
+__device__ __forceinline__ uint64_t wg_desc(const void* p) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  return static_cast<uint64_t>((a & 0x3FFFFu) >> 4) | (uint64_t{1} << 16) |
+         (uint64_t{1024 >> 4} << 32) | (uint64_t{1} << 62);
+}
+
+// Orders this thread's generic-proxy shared-memory writes (st.shared, cp.async) before later
+// async-proxy reads (wgmma operands); needed before the barrier that publishes a tile to wgmma.
+__device__ __forceinline__ void fence_proxy_async() {
+#if SEP_WGMMA_OK
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+// Before the first wgmma of a batch: accumulator registers written by ordinary instructions.
+__device__ __forceinline__ void wg_fence() {
+#if SEP_WGMMA_OK
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wg_commit() {
+#if SEP_WGMMA_OK
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+// Waits for every committed wgmma group of this warpgroup; the accumulators are then readable.
+// acc is passed so that the compiler keeps its registers in place across the wait.
+template <int N>
+__device__ __forceinline__ void wg_wait_all(float (&acc)[N]) {
+#if SEP_WGMMA_OK
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+#else
+  __trap();
+#endif
+}
+
+// D[64 x N] += A[64 x 16] * B[16 x N] for one warpgroup (fp32 accumulators, fragment layout of
+// m64nNk16: thread t of the warpgroup holds rows 16 * (t / 32) + (t % 32) / 4 (+ 8), columns
+// 8 j + 2 (t % 4) (+ 1) in d[4 j + {0, 1}] (+ 8 rows: d[4 j + {2, 3}])).
+template <typename Tm, int N>
+struct Wgmma;
+
+#if SEP_WGMMA_OK
+template <>
+struct Wgmma<__nv_bfloat16, 128> {
+  __device__ __forceinline__ static void mma(float (&d)[64], uint64_t da, uint64_t db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "r"(1));
+  }
+};
+
+template <>
+struct Wgmma<__half, 128> {
+  __device__ __forceinline__ static void mma(float (&d)[64], uint64_t da, uint64_t db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "r"(1));
+  }
+};
+
+#else
+template <typename Tm, int N>
+struct Wgmma {
+  __device__ __forceinline__ static void mma(float (&)[N / 2], uint64_t, uint64_t) { __trap(); }
+};
+#endif
+
+}  // namespace sep
+}  // namespace cuda
+}  // namespace sepconv1d
+
+#endif  // SEP_EMULATE
