@@ -19,10 +19,12 @@
 // owns V consecutive outputs starts OFF = (-pl) mod V elements into a vector. OFF is the same for
 // every tile of a launch; the compute is instantiated for each OFF and picked by a uniform switch,
 // which keeps all window indices compile-time (registers, no local memory).
-//   Fast path (stride 1, dilation 1): each thread owns V consecutive outputs per item. With K known
-//   at compile time the whole window is loaded with 16-byte LDS and reused across all taps. With K
-//   at run time taps are processed in chunks of V with a ring of three window vectors (one new
-//   LDS.128 + one broadcast LDS.128 of weights per V*V FMAs).
+//   Fast path (stride 1, dilation 1), compiled K: each thread owns V consecutive outputs per item;
+//   the whole window is loaded with 16-byte LDS and reused across all taps.
+//   Run-time K, stride 1, dilation 1: dw_fwd_cf_rt_kernel. A thread item is 4V consecutive
+//   outputs, the x tile is stored with a 16-byte gap after every 4 vectors (conflict-free LDS.128
+//   for windows 64 bytes apart), taps go in chunks of V with a ring of 8 window vectors (one new
+//   LDS.128 + one broadcast LDS.128 of weights per 4V*V FMAs, addresses compile-time offsets).
 //   General path (any stride/dilation, run-time K): thread t owns outputs t, t+128, ... and reads
 //   scalars (lane-consecutive, conflict-free for stride 1).
 //   The common fast case (compiled K and pad_left, 16-byte-aligned rows) takes the register-direct
@@ -70,6 +72,8 @@ constexpr int kClItemsBwd = 2;      // CL backward
 constexpr int kClVecs = 32;         // channel vectors per CL block
 constexpr int kClGroups = 4;        // position groups per CL warp (lane >> 3)
 constexpr int kCfLoadUnroll = kCfItemsFwd + 1;  // 640 16-byte units per pass: tile + halo
+constexpr int kCfRtItems = 2;       // CF forward, run-time K: items of 4 vectors per thread
+constexpr int kCfRtLoadUnroll = 9;  // 1152 units per pass: a 4096-output tile + halo, K < ~490
 constexpr int kClLoadUnroll = 11;                // 44 rows of 32 vectors per pass
 constexpr int kCfBwdLoadUnroll = 5;              // x and dy tiles interleaved, units of G*V
 constexpr int kClBwdLoadUnroll = 5;
@@ -78,8 +82,10 @@ template <int G>
 constexpr int cl_load_unroll(int unroll) {
   return (unroll + G - 1) / G;
 }
-// Minimum resident blocks per SM (__launch_bounds__), i.e. register caps of 64 / 128 / 128 / 128.
+// Minimum resident blocks per SM (__launch_bounds__), i.e. register caps of 64 / 80 / 128 / 128 /
+// 128.
 constexpr int kCfFwdMinBlocks = 8;
+constexpr int kCfRtMinBlocks = 6;
 constexpr int kCfBwdMinBlocks = 4;
 constexpr int kClFwdMinBlocks = 4;
 constexpr int kClBwdMinBlocks = 4;
@@ -107,15 +113,11 @@ constexpr int gvec_of() {
   return int(16 / (vec_of<acc_of<T>>() * sizeof(T)));
 }
 
-// Outputs per thread item of the CF forward. Compile-time K: G vectors of V outputs, kThreads*V
-// apart (lane-consecutive 16-byte shared reads, conflict-free). Run-time K: 2V consecutive outputs,
-// so that each window load feeds twice the FMAs (the long-K loop is bound by instructions; the
-// 32-byte lane stride costs 2-way bank conflicts, which measured cheaper than twice the loads).
-template <typename T, bool kCompileTimeK>
+// Outputs per thread item of the CF tile forward (compile-time K): G vectors of V outputs,
+// kThreads*V apart (lane-consecutive 16-byte shared reads, conflict-free).
+template <typename T>
 constexpr int cf_fwd_item() {
-  constexpr int V = vec_of<acc_of<T>>();
-  constexpr int N = gvec_of<T>() * V;
-  return kCompileTimeK ? N : (N > 2 * V ? N : 2 * V);
+  return gvec_of<T>() * vec_of<acc_of<T>>();
 }
 
 // Vectors of V outputs per thread of the CF backward (kThreads*V apart, lane-consecutive windows).
@@ -326,6 +328,19 @@ DW_DEV void sstore(A* s, const A* v) {
   }
 }
 
+// G*V consecutive outputs at p, aligned to G*V elements: one 16-byte store.
+template <typename T, typename A, int V, int G>
+DW_DEV void gstore_group(T* p, const A* v) {
+  if constexpr (G == 2) {
+    static_assert(V == 4, "groups of two vectors are for half types");
+    DW_ASSERT(reinterpret_cast<uintptr_t>(p) % 16 == 0);
+    st_v4u32(p, pack2<T>(v[0], v[1]), pack2<T>(v[2], v[3]), pack2<T>(v[4], v[5]),
+             pack2<T>(v[6], v[7]));
+  } else {
+    gstore_vec<T, A, V>(p, v);
+  }
+}
+
 // G*V consecutive outputs of a CF row at position j (row has unit stride, length len); vec is
 // the row's access level (kVecGroup: one 16-byte store; kVecOne: G stores of V elements).
 template <typename T, typename A, int V, int G>
@@ -334,13 +349,7 @@ DW_DEV void cf_store(T* row, int64_t j, int64_t len, const A* v, int vec) {
   // Level kVecOne already aligns a single vector, i.e. a whole group when G == 1.
   const bool group_ok = G == 1 ? vec != 0 : vec == kVecGroup;
   if (group_ok && j + N <= len) {
-    if constexpr (G == 2) {
-      static_assert(V == 4, "groups of two vectors are for half types");
-      st_v4u32(row + j, pack2<T>(v[0], v[1]), pack2<T>(v[2], v[3]), pack2<T>(v[4], v[5]),
-               pack2<T>(v[6], v[7]));
-    } else {
-      gstore_vec<T, A, V>(row + j, v);
-    }
+    gstore_group<T, A, V, G>(row + j, v);
   } else if (G > 1 && vec == kVecOne && j + N <= len) {
 #pragma unroll
     for (int q = 0; q < G; ++q) gstore_vec<T, A, V>(row + j + q * V, v + q * V);
@@ -872,46 +881,32 @@ DW_DEV void cl_conv_ct(const A* src, const A (&w)[K_][V], A (&acc)[V][V]) {
 // ------------------------------------------------------------------------------------------------
 // CF forward
 // ------------------------------------------------------------------------------------------------
-// Shared layout: xs[nsm * V] | ws[kp] (run-time K only). xs[v] holds x at a0 + v, a0 = j0*s - pl
-// - off (a multiple of N = G*V), so output j0 + jl (stride 1) reads xs[jl + off + k]. Each thread
-// item is NOUT = cf_fwd_item<T>() consecutive outputs (16-byte stores); xw = xs + (off - OFF) with
-// OFF = off mod V, so that every window read is a vector-aligned 16-byte LDS.
+// Shared layout: xs[nsm * V] | ws[kp] (general path only). xs[v] holds x at a0 + v, a0 = j0*s - pl
+// - off (a multiple of N = G*V), so output j0 + jl (stride 1) reads xs[jl + off + k]. Compile-time
+// K: each thread item is G vectors of V outputs kThreads*V apart (16-byte lane-consecutive shared
+// reads); xw = xs + (off - OFF) with OFF = off mod V, so that every window read is a
+// vector-aligned 16-byte LDS. Run-time K with stride 1 and dilation 1 takes dw_fwd_cf_rt_kernel.
 template <typename T, typename W, int K_, int ITEMS, int OFF>
-DW_DEV void cf_fwd_fast(const FwdArgs<T, W>& p, const acc_of<T>* xw, const acc_of<T>* ws,
-                        const acc_of<T>* wr, acc_of<T> bv, T* yrow, int64_t j0) {
+DW_DEV void cf_fwd_fast(const FwdArgs<T, W>& p, const acc_of<T>* xw, const acc_of<T>* wr,
+                        acc_of<T> bv, T* yrow, int64_t j0) {
   using A = acc_of<T>;
   constexpr int V = vec_of<A>();
   constexpr int G = gvec_of<T>();
-  constexpr int N = G * V;
-  constexpr int NOUT = cf_fwd_item<T, (K_ > 0)>();
-  if constexpr (K_ > 0) {
+  constexpr int NOUT = cf_fwd_item<T>();
+  static_assert(K_ > 0, "compile-time K only");
 #pragma unroll
-    for (int it = 0; it < ITEMS; ++it) {
-      if (it >= p.items) break;
-      const int jb = it * kThreads * NOUT + int(threadIdx.x) * V;
-      if (j0 + jb >= p.Lo) break;
+  for (int it = 0; it < ITEMS; ++it) {
+    if (it >= p.items) break;
+    const int jb = it * kThreads * NOUT + int(threadIdx.x) * V;
+    if (j0 + jb >= p.Lo) break;
 #pragma unroll
-      for (int q = 0; q < G; ++q) {
-        const int jl = jb + q * kThreads * V;
-        A acc[V];
+    for (int q = 0; q < G; ++q) {
+      const int jl = jb + q * kThreads * V;
+      A acc[V];
 #pragma unroll
-        for (int i = 0; i < V; ++i) acc[i] = bv;
-        cf_conv_ct<A, V, OFF, K_>(xw + jl, wr, acc);
-        cf_store<T, A, V, 1>(yrow, j0 + jl, p.Lo, acc, p.y_vec);
-      }
-    }
-  } else {
-    const int nch = p.kp / V;
-#pragma unroll 1
-    for (int it = 0; it < p.items; ++it) {
-      const int jl = (it * kThreads + int(threadIdx.x)) * NOUT;
-      if (j0 + jl >= p.Lo) break;
-      A acc[NOUT];
-#pragma unroll
-      for (int i = 0; i < NOUT; ++i) acc[i] = bv;
-      cf_conv_rt<A, V, OFF, NOUT>(xw + jl, ws, nch, 0, p.K, acc);
-#pragma unroll
-      for (int q = 0; q < NOUT; q += N) cf_store<T, A, V, G>(yrow, j0 + jl + q, p.Lo, acc + q, p.y_vec);
+      for (int i = 0; i < V; ++i) acc[i] = bv;
+      cf_conv_ct<A, V, OFF, K_>(xw + jl, wr, acc);
+      cf_store<T, A, V, 1>(yrow, j0 + jl, p.Lo, acc, p.y_vec);
     }
   }
 }
@@ -945,6 +940,7 @@ __global__ void __launch_bounds__(kThreads, kCfFwdMinBlocks)
   using A = acc_of<T>;
   constexpr int V = vec_of<A>();
   constexpr int G = gvec_of<T>();
+  DW_ASSERT(p.fast == (K_ > 0));  // compiled K: stride 1, dilation 1; run-time K: the general path
   A* xs = smem_base<A>();
   A* ws = xs + p.nsm * V;
   A wr[K_ > 0 ? K_ : 1];
@@ -970,14 +966,291 @@ __global__ void __launch_bounds__(kThreads, kCfFwdMinBlocks)
     const A bv = p.bias ? A(in_cvt(p.bias[c])) : A(0);
     __syncthreads();
     T* yrow = p.y + b * p.ysb + c * p.ysc;
-    if (K_ > 0 || p.fast) {
+    if constexpr (K_ > 0) {
       const A* xw = xs + (p.off & ~(V - 1));
       with_offset<V>(p.off & (V - 1), [&](auto o) {
-        cf_fwd_fast<T, W, K_, ITEMS, decltype(o)::value>(p, xw, ws, wr, bv, yrow, j0);
+        cf_fwd_fast<T, W, K_, ITEMS, decltype(o)::value>(p, xw, wr, bv, yrow, j0);
       });
-    } else if constexpr (K_ == 0) {
+    } else {
       cf_fwd_general<T, W>(p, xs, ws, bv, yrow, j0);
     }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// CF forward, run-time K, stride 1, dilation 1 (dw_fwd_cf_rt_kernel)
+// ------------------------------------------------------------------------------------------------
+// Long kernels are bound by instruction issue and shared-memory bandwidth, so the loop is built
+// to issue almost only FMAs. A thread item is NOUT = kCfRtVecs * V consecutive outputs: each new
+// 16-byte window vector feeds NOUT * V FMAs. The x tile is stored with one unused 16-byte slot
+// after every kCfRtVecs vectors, so the windows of neighbouring lanes start 5 slots (80 bytes)
+// apart and the 8 lanes of every quarter warp hit 8 different bank groups (5 l mod 8 is a
+// permutation): conflict-free LDS.128. The window is a ring of kCfRtRing vectors, unrolled one
+// ring per loop trip; the ring is a multiple of the padding period, so every load address is the
+// trip pointer plus a constant. Vectors are loaded 2-3 chunks of taps before their first use,
+// weights (one broadcast LDS.128 per chunk of V taps) one chunk before.
+//
+// Tile layout: xs[slots] | ws[kp + V]. Tile vector v (x at a0 + v*V .. , a0 = j0 - pl - off, a
+// multiple of G*V) sits in slot cf_rt_slot(v, sh), sh = off / V (0, or 1 for half types whose
+// windows start one vector in). Item m = it * kThreads + t owns outputs j0 + m*NOUT .. + NOUT - 1;
+// its window starts at tile vector sh + m*kCfRtVecs, slot 5m + sh + 1, element OFF = off mod V.
+// Weights: ws[k] = w[c, k] for k < K, zero up to kp + V (the prefetch reads one chunk past kp).
+constexpr int kCfRtVecs = 4;  // vectors of outputs per thread item, and the padding period
+constexpr int kCfRtRing = 8;  // window vectors in registers (a multiple of kCfRtVecs)
+
+// Slot offset of window vector v from the slot of vector 0 (window starts on a padding group).
+constexpr int cf_rt_off(int v) { return v + v / kCfRtVecs; }
+
+// Slot of tile vector v (v >= 0, sh in [0, kCfRtVecs)): a gap before every vector v = sh (mod
+// kCfRtVecs), including the first. The launch planning sizes the tile with it too.
+__host__ __device__ inline int cf_rt_slot(int v, int sh) {
+  return v + int(unsigned(v + kCfRtVecs - sh) / kCfRtVecs);
+}
+
+// Outputs per thread item.
+template <typename T>
+constexpr int cf_rt_item() {
+  return kCfRtVecs * vec_of<acc_of<T>>();
+}
+
+// Converts unit v (N = G*V raw elements) to A and stores it as G vectors in their padded slots.
+template <typename T, typename A, int G>
+DW_DEV void cf_rt_store_unit(A* xs, int v, int sh, const T* r) {
+  constexpr int V = vec_of<A>();
+#pragma unroll
+  for (int q = 0; q < G; ++q) {
+    A cv[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) cv[e] = A(in_cvt(r[q * V + e]));
+    sstore<A, V>(xs + cf_rt_slot(v * G + q, sh) * V, cv);
+  }
+}
+
+// One pass over units v0, v0 + kThreads, ... (UNR of them, those below n) of an x tile whose
+// units are 16-byte aligned: units [vlo, vhi) lie wholly inside the row and are loaded, the
+// others are stored as zeros. All loads are issued before the first store; addresses are one
+// base pointer plus constants.
+template <typename T, typename A, int G, int UNR>
+DW_DEV void cf_rt_load_pass(const TileSrc<T, A>& t, int v0, int n, int vlo, int vhi, int sh) {
+  constexpr int V = vec_of<A>();
+  constexpr int N = G * V;
+  static_assert(kThreads * G % kCfRtVecs == 0, "units kThreads apart are whole padding groups apart");
+  constexpr int kSlotStep = cf_rt_off(kThreads * G);  // slots between units kThreads apart
+  const T* src = t.src + (t.a0 + int64_t(v0) * N);     // may point before the row: never read
+  T r[UNR][N];
+#pragma unroll
+  for (int u = 0; u < UNR; ++u) {
+    const int v = v0 + u * kThreads;
+    if (unsigned(v - vlo) < unsigned(vhi - vlo)) {
+      gload_raw<T, N>(src + u * kThreads * N, r[u]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < N; ++e) r[u][e] = zero_of<T>();
+    }
+  }
+  int slot[G];
+#pragma unroll
+  for (int q = 0; q < G; ++q) slot[q] = cf_rt_slot(v0 * G + q, sh);
+#pragma unroll
+  for (int u = 0; u < UNR; ++u) {
+    if (v0 + u * kThreads < n) {
+#pragma unroll
+      for (int q = 0; q < G; ++q) {
+        A cv[V];
+#pragma unroll
+        for (int e = 0; e < V; ++e) cv[e] = A(in_cvt(r[u][q * V + e]));
+        sstore<A, V>(t.s + (slot[q] + u * kSlotStep) * V, cv);
+      }
+    }
+  }
+}
+
+// The x tile in units of N = G*V elements, zero outside the row. Rows with 16-byte-aligned units
+// (the common case): the tile origin a0 and the row start are multiples of N, so every unit lies
+// wholly before the row, wholly inside it, or (the ragged last unit when len % N != 0) across
+// its end; the passes load the inside units, and the thread that stored the ragged unit as zeros
+// reloads it element by element. Other rows: checked per-element loads, fewer at a time.
+template <typename T, typename A, int G, int UNR>
+DW_DEV void cf_rt_load_x(const TileSrc<T, A>& t, int sh) {
+  constexpr int V = vec_of<A>();
+  constexpr int N = G * V;
+  const int n = t.n / G;
+  if (t.vec == kVecGroup) {
+    // Units [vlo, vhi) of the tile lie wholly inside [0, len), 0 <= vlo <= vhi <= n (hi <= 0
+    // when the tile starts past the row: outputs of right padding only).
+    const int64_t lo = t.a0 < 0 ? (-t.a0) / N : 0;  // -a0 is a multiple of N
+    const int64_t hi = (t.len - t.a0) / N;
+    const int vlo = int(lo < n ? lo : n);
+    const int vhi = int(hi < vlo ? vlo : (hi < n ? hi : n));
+    for (int v0 = threadIdx.x; v0 < n; v0 += kThreads * UNR) {
+      cf_rt_load_pass<T, A, G, UNR>(t, v0, n, vlo, vhi, sh);
+    }
+    if (t.len % N != 0 && vhi < n && int(threadIdx.x) == vhi % kThreads) {
+      T r[N];
+      cf_fetch<T, A, V, G>(t, vhi, false, r);  // elements past len are zeros
+      cf_rt_store_unit<T, A, G>(t.s, vhi, sh, r);
+    }
+  } else {
+    constexpr int UNR_EDGE = 2;
+    for (int v0 = threadIdx.x; v0 < n; v0 += kThreads * UNR_EDGE) {
+      T r[UNR_EDGE][N];
+#pragma unroll
+      for (int u = 0; u < UNR_EDGE; ++u) {
+        const int v = v0 + u * kThreads;
+        cf_fetch<T, A, V, G>(t, v < n ? v : n - 1, false, r[u]);
+      }
+#pragma unroll
+      for (int u = 0; u < UNR_EDGE; ++u) {
+        if (v0 + u * kThreads < n) cf_rt_store_unit<T, A, G>(t.s, v0 + u * kThreads, sh, r[u]);
+      }
+    }
+  }
+}
+
+// One chunk of V taps at ring position S: acc[i] += wv[kk] * x[OFF + i + S*V + kk] (window
+// relative to the trip's first vector); CHECK: only taps kk < ntaps exist.
+template <typename A, int V, int OFF, int NOUT, int S, bool CHECK>
+DW_DEV void cf_rt_chunk(const A (&win)[kCfRtRing][V], const A (&wv)[V], int ntaps,
+                        A (&acc)[NOUT]) {
+#pragma unroll
+  for (int kk = 0; kk < V; ++kk) {
+    if (!CHECK || kk < ntaps) {
+#pragma unroll
+      for (int i = 0; i < NOUT; ++i) {
+        const int n = OFF + i + kk;  // compile-time after unrolling
+        acc[i] = dfma(wv[kk], win[(S + n / V) % kCfRtRing][n % V], acc[i]);
+      }
+    }
+  }
+}
+
+// Step S of a trip: prefetch the weights of chunk S + 1 and window vector S + R - 1 (into the
+// slot chunk S - 1 freed), then chunk S. xp: slot of the trip's first window vector; wp: its
+// first tap.
+template <typename A, int V, int OFF, int NOUT, int S, bool CHECK>
+DW_DEV void cf_rt_step(const A* xp, const A* wp, A (&win)[kCfRtRing][V], A (&wb)[2][V], int ntaps,
+                       A (&acc)[NOUT]) {
+  constexpr int R = kCfRtRing;
+  sload<A, V>(wp + (S + 1) * V, wb[(S + 1) % 2]);
+  sload<A, V>(xp + cf_rt_off(S + R - 1) * V, win[(S + R - 1) % R]);
+  cf_rt_chunk<A, V, OFF, NOUT, S, CHECK>(win, wb[S % 2], ntaps, acc);
+}
+
+// A whole trip of R chunks, the last of which may be partial (kleft: taps left at the trip).
+template <typename A, int V, int OFF, int NOUT, int S = 0>
+DW_DEV void cf_rt_trip(const A* xp, const A* wp, int kleft, A (&win)[kCfRtRing][V],
+                       A (&wb)[2][V], A (&acc)[NOUT]) {
+  constexpr int R = kCfRtRing;
+  if constexpr (S < R - 1) {
+    cf_rt_step<A, V, OFF, NOUT, S, false>(xp, wp, win, wb, V, acc);
+    cf_rt_trip<A, V, OFF, NOUT, S + 1>(xp, wp, kleft, win, wb, acc);
+  } else if (kleft >= R * V) {
+    cf_rt_step<A, V, OFF, NOUT, S, false>(xp, wp, win, wb, V, acc);
+  } else {
+    cf_rt_step<A, V, OFF, NOUT, S, true>(xp, wp, win, wb, kleft - S * V, acc);
+  }
+}
+
+// The last kleft < (R - 1) * V taps (fewer than R - 1 chunks), each chunk checked.
+template <typename A, int V, int OFF, int NOUT, int S = 0>
+DW_DEV void cf_rt_tail(const A* xp, const A* wp, int kleft, A (&win)[kCfRtRing][V],
+                       A (&wb)[2][V], A (&acc)[NOUT]) {
+  if constexpr (S < kCfRtRing - 1) {
+    if (kleft > S * V) {
+      cf_rt_step<A, V, OFF, NOUT, S, true>(xp, wp, win, wb, kleft - S * V, acc);
+      cf_rt_tail<A, V, OFF, NOUT, S + 1>(xp, wp, kleft, win, wb, acc);
+    }
+  }
+}
+
+// acc[i] += sum_{k < K} ws[k] * x[OFF + i + k], x = window vectors from slot pointer xp (a
+// padding group start). Reads window vectors [0, ceil(K / V) + R - 1) and ws[0, kp + V).
+template <typename A, int V, int OFF, int NOUT>
+DW_DEV void cf_rt_conv(const A* xp, const A* wp, int K, A (&acc)[NOUT]) {
+  constexpr int R = kCfRtRing;
+  static_assert(R % kCfRtVecs == 0, "trip pointers step by whole padding groups");
+  static_assert((OFF + NOUT + V - 2) / V + 1 <= R - 1, "the window plus one prefetched vector fit");
+  A win[R][V];
+  A wb[2][V];
+#pragma unroll
+  for (int v = 0; v < R - 1; ++v) sload<A, V>(xp + cf_rt_off(v) * V, win[v]);
+  sload<A, V>(wp, wb[0]);
+  int kleft = K;
+  // Trips while at least R - 1 whole chunks and a further (whole or partial) one are left.
+#pragma unroll 1
+  for (; kleft > (R - 1) * V; kleft -= R * V) {
+    cf_rt_trip<A, V, OFF, NOUT>(xp, wp, kleft, win, wb, acc);
+    xp += cf_rt_off(R) * V;
+    wp += R * V;
+  }
+  cf_rt_tail<A, V, OFF, NOUT>(xp, wp, kleft, win, wb, acc);
+}
+
+// The thread's items of the tile: outputs ytile[jl .. jl + NOUT) with jl < nout (the outputs of
+// the tile that exist, at most p.items * kThreads * NOUT), ytile = the tile's first output. Few
+// values live across the items: the loop runs at the register cap.
+template <typename T, typename W, int OFF>
+DW_DEV void cf_rt_items(const FwdArgs<T, W>& p, const acc_of<T>* xs, const acc_of<T>* ws, int sh,
+                        acc_of<T> bv, T* ytile, int nout) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  constexpr int G = gvec_of<T>();
+  constexpr int N = G * V;
+  constexpr int NOUT = cf_rt_item<T>();
+#pragma unroll 1
+  for (int jl = int(threadIdx.x) * NOUT; jl < nout; jl += kThreads * NOUT) {
+    A acc[NOUT];
+#pragma unroll
+    for (int i = 0; i < NOUT; ++i) acc[i] = bv;
+    // Item jl / NOUT: its window starts at tile vector sh + (jl / NOUT) * kCfRtVecs.
+    const A* xw = xs + cf_rt_slot(sh + jl / NOUT * kCfRtVecs, sh) * V;
+    cf_rt_conv<A, V, OFF, NOUT>(xw, ws, p.K, acc);
+    if (p.y_vec == kVecGroup && jl + NOUT <= nout) {  // the common case: no per-group checks
+#pragma unroll
+      for (int q = 0; q < NOUT; q += N) gstore_group<T, A, V, G>(ytile + jl + q, acc + q);
+    } else {
+#pragma unroll
+      for (int q = 0; q < NOUT; q += N) cf_store<T, A, V, G>(ytile, jl + q, nout, acc + q, p.y_vec);
+    }
+  }
+}
+
+template <typename T, typename W>
+__global__ void __launch_bounds__(kThreads, kCfRtMinBlocks)
+    dw_fwd_cf_rt_kernel(const FwdArgs<T, W> p) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  constexpr int G = gvec_of<T>();
+  DW_ASSERT(p.fast);
+  const int sh = p.off / V;
+  A* xs = smem_base<A>();
+  A* ws = xs + cf_rt_slot(p.nsm - 1, sh) * V + V;
+  for (int64_t w = blockIdx.x; w < p.total; w += gridDim.x) {
+    const int64_t row = udiv(w, p.ntiles);
+    const int64_t n = w - row * p.ntiles;
+    const int64_t b = udiv(row, p.C);
+    const int64_t c = row - b * p.C;
+    const int64_t j0 = n * p.tile;
+    const int64_t a0 = j0 - p.pl - p.off;  // multiple of G*V
+    // Weight slot t, the bias and the x tile are fetched before any of them is stored: one
+    // memory round trip per tile (kernels longer than kThreads - V taps load the rest after).
+    const int nw = p.kp + V;
+    const int t = int(threadIdx.x);
+    const A wt = t < p.K ? A(in_cvt(p.w[c * p.K + t])) : A(0);
+    const A bv = p.bias ? A(in_cvt(p.bias[c])) : A(0);
+    __syncthreads();  // the previous tile's readers are done with xs / ws
+    {
+      const TileSrc<T, A> tx{xs, p.x + b * p.xsb + c * p.xsc, a0, p.L, p.nsm, p.x_vec};
+      cf_rt_load_x<T, A, G, (kCfRtLoadUnroll + G - 1) / G>(tx, sh);
+    }
+    if (t < nw) ws[t] = wt;
+    for (int m = t + kThreads; m < nw; m += kThreads) ws[m] = m < p.K ? A(in_cvt(p.w[c * p.K + m])) : A(0);
+    __syncthreads();
+    T* ytile = p.y + b * p.ysb + c * p.ysc + j0;  // j0 is a multiple of the group: alignment kept
+    const int nout = int(p.Lo - j0 < p.tile ? p.Lo - j0 : p.tile);
+    with_offset<V>(p.off & (V - 1), [&](auto o) {
+      cf_rt_items<T, W, decltype(o)::value>(p, xs, ws, sh, bv, ytile, nout);
+    });
   }
 }
 

@@ -236,9 +236,9 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
 
   if (path == Path::CF) {
     // Compiled K with 16-byte-aligned rows and a compiled pad_left: the register-direct kernel.
-    // Otherwise the tile kernel: thread items of cf_fwd_item<T, K_ > 0>() outputs; the x tile
-    // starts on an N = G*V boundary (16 bytes of T). Planned per kernel (the item width depends on
-    // the K path).
+    // Run-time K of half types, 16-byte-aligned rows: the tensor-core kernel. Other run-time K,
+    // stride and dilation 1: dw_fwd_cf_rt_kernel. Otherwise the tile kernel (compiled K, or the
+    // general path). Every tile starts on an N = G*V boundary (16 bytes of T).
     constexpr int G = gvec_of<T>();
     constexpr int64_t N = int64_t(G) * V;
     a.x_vec = cf_vec_level<T, V, G>(x, xd);
@@ -286,7 +286,37 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
           return;
         }
       }
-      const int64_t per_item = int64_t(kThreads) * cf_fwd_item<T, (KC > 0)>();
+      // Run-time K, stride 1, dilation 1: dw_fwd_cf_rt_kernel, items of cf_rt_item<T>() outputs.
+      // Thread m's window starts at tile vector sh + 4m (sh = off / V) and reads kp / V + R - 1
+      // vectors (the ring's prefetch), stored in padded slots; weights kp + V.
+      if constexpr (KC == 0) {
+        if (fast) {
+          const int64_t per_item = int64_t(kThreads) * cf_rt_item<T>();
+          const int items = int(clamp64(ceil_div(pr.Lo, per_item), 1, kCfRtItems));
+          const int64_t tile = per_item * items;
+          const int off = int(pos_mod(-pr.pl, N));
+          const int sh = off / V;
+          const int64_t nvec = sh + tile / V - kCfRtVecs + kp / V + kCfRtRing - 1;
+          const int64_t nsm = ceil_div(nvec, G) * G;
+          const int64_t slots = cf_rt_slot(int(nsm) - 1, sh) + 1;
+          const int64_t smem = (slots * V + kp + V) * int64_t(sizeof(A));
+          if (smem > limit) return;
+          a.items = items;
+          a.tile = int(tile);
+          a.off = off;
+          a.nsm = int(nsm);
+          a.ntiles = ceil_div(pr.Lo, tile);
+          a.total = pr.B * pr.C * a.ntiles;
+          const int64_t grid = clamp64(a.total, 1, std::min<int64_t>(tune.max_grid, INT_MAX));
+          auto kern = &dw_fwd_cf_rt_kernel<T, W>;
+          prepare_kernel(kern, smem, dev.device);
+          DW_LAUNCH(kern, grid, size_t(smem), stream, a);
+          DW_CHECK_LAUNCH("dw_fwd_cf_rt_kernel");
+          launched = true;
+          return;
+        }
+      }
+      const int64_t per_item = int64_t(kThreads) * cf_fwd_item<T>();
       const int items = int(clamp64(ceil_div(pr.Lo, per_item), 1, kCfItemsFwd));
       const int64_t tile = per_item * items;
       // Fast paths read up to tile + off + kp + V elements (windows of the last item); the

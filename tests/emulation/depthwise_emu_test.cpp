@@ -193,6 +193,17 @@ bool run_case(const Case& cs, std::mt19937_64& rng, bool verbose) {
     y3.init(cs.ykind, cs.B, cs.C, Lo, cs.yoff);
     forward<T, W>(pr, x.ptr(), x.d, w.data(), bias_p, y3.ptr(), y3.d, nullptr, dev, tile_tune);
   }
+  // The run-time-K tile forward sums like the direct kernel (bias, then taps k = 0..K-1, one FMA
+  // each; the direct kernel skips the zero-padded taps, which can only turn a -0 into +0): compare
+  // bits with it, so that an indexing slip cannot hide inside the rounding tolerance.
+  const bool used_rt = fwd_kernels.find("dw_fwd_cf_rt_kernel") != std::string::npos;
+  Buf<T> y4;
+  if (used_rt) {
+    Tuning direct_tune = cs.tune;
+    direct_tune.force_direct = true;
+    y4.init(cs.ykind, cs.B, cs.C, Lo, cs.yoff);
+    forward<T, W>(pr, x.ptr(), x.d, w.data(), bias_p, y4.ptr(), y4.d, nullptr, dev, direct_tune);
+  }
   for (int64_t b = 0; b < cs.B; ++b)
     for (int64_t c = 0; c < cs.C; ++c)
       for (int64_t j = 0; j < Lo; ++j) {
@@ -213,6 +224,10 @@ bool run_case(const Case& cs, std::mt19937_64& rng, bool verbose) {
         if (!same_bits(y.at(b, c, j), y2.at(b, c, j))) fail("fwd-determinism", b, c, j, got, ref);
         if (used_reg && !same_bits(y.at(b, c, j), y3.at(b, c, j))) {
           fail("fwd-reg-vs-tile", b, c, j, got, to_d(y3.at(b, c, j)));
+        }
+        if (used_rt && !same_bits(y.at(b, c, j), y4.at(b, c, j)) &&
+            !(got == 0 && to_d(y4.at(b, c, j)) == 0)) {
+          fail("fwd-rt-vs-direct", b, c, j, got, to_d(y4.at(b, c, j)));
         }
       }
   // Elements of y's storage outside the tensor stay untouched.
@@ -602,11 +617,11 @@ int main_impl(int argc, char** argv) {
       const char* bwd;
     };
     const FB fbs[] = {
-        {300, 31, 15, 15, 0, 0, 0, true, "dw_fwd_cf_kernel", "dw_bwd_cf_kernel"},
-        {300, 115, 57, 57, 0, 4, 0, true, "dw_fwd_cf_kernel", "dw_bwd_cf_kernel"},
-        {300, 31, 15, 15, 1, 4, 2, true, "dw_fwd_cf_kernel", "dw_bwd_cf_kernel"},
-        {300, 31, 15, 15, 1, 1, 5, true, "dw_fwd_cf_kernel", "dw_bwd_cf_tc_kernel"},
-        {300, 31, 15, 15, 0, 2, 0, false, "dw_fwd_cf_kernel", "dw_bwd_cf_kernel"},
+        {300, 31, 15, 15, 0, 0, 0, true, "dw_fwd_cf_rt_kernel", "dw_bwd_cf_kernel"},
+        {300, 115, 57, 57, 0, 4, 0, true, "dw_fwd_cf_rt_kernel", "dw_bwd_cf_kernel"},
+        {300, 31, 15, 15, 1, 4, 2, true, "dw_fwd_cf_rt_kernel", "dw_bwd_cf_kernel"},
+        {300, 31, 15, 15, 1, 1, 5, true, "dw_fwd_cf_rt_kernel", "dw_bwd_cf_tc_kernel"},
+        {300, 31, 15, 15, 0, 2, 0, false, "dw_fwd_cf_rt_kernel", "dw_bwd_cf_kernel"},
         {300, 9, 4, 4, 0, 4, 0, true, "dw_fwd_cf_reg_kernel", "dw_bwd_cf_reg_kernel"},
         {2000, 31, 1500, 0, 0, 4, 1, true, "dw_fwd_cf_tc_kernel", "dw_bwd_cf_kernel"}};
     for (const FB& f : fbs) {
@@ -616,6 +631,95 @@ int main_impl(int argc, char** argv) {
       cs.expect_fwd = f.fwd;
       cs.expect_bwd = f.bwd;
       run(cs, f.types);
+    }
+  }
+
+  // Run-time-K CF forward (dw_fwd_cf_rt_kernel: items of 4 vectors, padded shared tile, ring of 8
+  // window vectors, trips of 8 chunks of V taps whose last chunk may be partial, then up to 7
+  // checked chunks). K around the trip (float: 32 taps, float64: 16) and its chunks (K = 28, 29,
+  // 31, 32, 33, 60, 61, 63, 64, 65, 127, 1, 2, 6, 7), every window offset (-pad_left) mod 8 (the
+  // half types' windows start one vector into the tile for offsets 4..7) and pads beyond the span,
+  // L < K, L = 1, odd L, rows of 1 to 4 tiles (4096 outputs; the middle tiles of an aligned row
+  // take the unchecked loads), every access level (aligned, contiguous rows of any length, padded
+  // row strides, shifted base pointers), capped grids (blocks walking tiles and rows), bias or
+  // not; float32, float64, and the half types where the tensor-core kernel does not run (switched
+  // off, K > 114, unaligned rows). Most cases want dx only: the backward is not under test here.
+  {
+    const int64_t fks[] = {28, 29, 31, 32, 33, 60, 61, 63, 64, 65, 127, 1, 2, 6, 7, 13};
+    const int64_t lens[] = {301, 1, 40, 12300, 2049, 5, 4097, 9001, 63, 2};
+    const int kinds[] = {L_CFAL, L_CF, L_CFPAD, L_CFAL, L_CF};
+    int idx = 0;
+    for (int64_t K : fks) {
+      for (int rep = 0; rep < 3; ++rep, ++idx) {
+        const int64_t L = lens[idx % 10];
+        int64_t pl = 0, pr = 0;
+        switch (idx % 6) {
+          case 0: pl = (K - 1) / 2; pr = K / 2; break;  // same
+          case 1: pl = K - 1; break;                     // causal
+          case 2: pl = idx % 8; pr = idx % 5; break;     // every offset
+          case 3: pl = K + 2 + idx % 7; pr = 1; break;   // pad beyond the span
+          case 4: pr = K + 3; break;                     // outputs of padding only at the end
+          default: pl = (K + idx) % 8; pr = (K - 1) / 2; break;
+        }
+        pr = std::max(pr, K - L - pl);  // at least one output
+        Case cs{1 + idx % 2, L > 4000 ? 1 : 1 + idx % 3, L, K, 1, 1, pl, pr, idx % 3 != 2,
+                kinds[idx % 5], kinds[idx % 5], idx % 7 == 3 ? 1 : 0, idx % 5 == 4 ? 2 : 0,
+                Tuning{}};
+        if (idx % 4 == 1) cs.tune.max_grid = 2;
+        cs.grads = idx % 9 == 0 ? 0 : 1;
+        cs.expect_fwd = "dw_fwd_cf_rt_kernel";
+        run(cs, idx % 4 == 3 ? 3 : 0);  // float64 every fourth case
+      }
+    }
+    // Compiled K with the compiled kernels switched off, and float64's compiled K.
+    for (int64_t K : {3, 9}) {
+      Case cs{2, 3, 300, K, 1, 1, K / 2, K / 2, true, L_CFAL, L_CFAL, 0, 0, Tuning{}};
+      cs.tune.allow_specialized = false;
+      cs.tune.allow_tc = false;
+      cs.expect_fwd = "dw_fwd_cf_rt_kernel";
+      run(cs, K == 3 ? 0 : 5);
+      cs.tune.allow_specialized = true;
+      run(cs, 3);
+    }
+    // A second tile of right padding only (its x tile starts past the row), aligned and not.
+    for (int kind : {L_CFAL, L_CF}) {
+      Case cs{1, 2, 301, 31, 1, 1, 15, 4500, true, kind, kind, 0, 0, Tuning{}};
+      cs.grads = 1;
+      cs.expect_fwd = "dw_fwd_cf_rt_kernel";
+      run(cs, kind == L_CF ? 3 : 0);
+    }
+    // float64 around its 16-tap trip.
+    for (int64_t K : {15, 16, 17}) {
+      Case cs{1, 2, 700, K, 1, 1, K - 1 - K / 3, 2, K % 2 == 1, L_CF, L_CF, 0, 0, Tuning{}};
+      cs.grads = 1;
+      cs.expect_fwd = "dw_fwd_cf_rt_kernel";
+      run(cs, 3);
+    }
+    // Half types: the tensor-core kernel off (every offset mod 8), K beyond it, unaligned rows.
+    const int half_types[] = {1, 2, 4, 5};
+    idx = 0;
+    for (int64_t pl = 0; pl < 8; ++pl, ++idx) {
+      const int64_t K = idx % 2 ? 63 : 33;
+      Case cs{1, 2, idx % 3 ? 703 : 8300, K, 1, 1, pl, K - 1 - pl + idx % 3, idx % 2 == 0, L_CFAL,
+              L_CFAL, 0, 0, Tuning{}};
+      if (cs.L > 4000) cs.C = 1;
+      cs.tune.allow_tc = false;
+      cs.grads = 1;
+      cs.expect_fwd = "dw_fwd_cf_rt_kernel";
+      run(cs, half_types[idx % 4]);
+    }
+    {
+      Case cs{2, 2, 500, 127, 1, 1, 63, 63, true, L_CFAL, L_CFAL, 0, 0, Tuning{}};
+      cs.grads = 1;
+      cs.expect_fwd = "dw_fwd_cf_rt_kernel";
+      run(cs, 1);
+      cs.xkind = cs.ykind = L_CF;
+      cs.L = 301;
+      cs.K = 31;
+      cs.pl = 5;
+      cs.pr = 9;
+      cs.xoff = 1;
+      run(cs, 4);
     }
   }
 
