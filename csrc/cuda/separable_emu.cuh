@@ -92,8 +92,10 @@ struct PendingWg {
   int n;
   bool bf16;
   std::vector<double> at_issue;
+  long long group;  // wgmma commit group (commits before it was issued)
 };
 inline thread_local std::vector<PendingWg> tl_wg_pending;
+inline thread_local long long tl_wg_commits = 0;
 // Shared-memory address of the dynamic buffer's first byte (a multiple of 16, not of 1024).
 constexpr uint32_t kSmemBase = 512;
 
@@ -354,7 +356,7 @@ inline uint64_t wg_desc(const void* p) {
 }
 inline void fence_proxy_async() {}
 inline void wg_fence() {}
-inline void wg_commit() {}
+inline void wg_commit() { ++sepemu::tl_wg_commits; }
 
 // Element (row r, k) of a K-major operand in the 128-byte swizzle: rows of 128 bytes, groups of 8
 // rows SBO apart; address bits [4, 7) XOR bits [7, 10).
@@ -393,13 +395,20 @@ template <typename Tm, int N>
 struct Wgmma {
   static void mma(float (&d)[N / 2], uint64_t da, uint64_t db) {
     constexpr bool kBf16 = std::is_same_v<Tm, __nv_bfloat16>;
-    sepemu::tl_wg_pending.push_back({d, da, db, N, kBf16, wg_products(da, db, N, kBf16)});
+    sepemu::tl_wg_pending.push_back(
+        {d, da, db, N, kBf16, wg_products(da, db, N, kBf16), sepemu::tl_wg_commits});
   }
 };
 
-template <int N>
-inline void wg_wait_all(float (&)[N]) {
+// Completes every committed group but the kPending newest.
+template <int kPending, int N>
+inline void wg_wait(float (&)[N]) {
+  std::vector<sepemu::PendingWg> keep;
   for (auto& w : sepemu::tl_wg_pending) {
+    if (w.group >= sepemu::tl_wg_commits - kPending) {
+      keep.push_back(w);
+      continue;
+    }
     const std::vector<double> now = wg_products(w.da, w.db, w.n, w.bf16);
     for (size_t i = 0; i < now.size(); ++i) {
       SEP_EMU_CHECK(now[i] == w.at_issue[i] || (std::isnan(now[i]) && std::isnan(w.at_issue[i])),
@@ -407,7 +416,7 @@ inline void wg_wait_all(float (&)[N]) {
       w.d[i] = float(double(w.d[i]) + now[i]);
     }
   }
-  sepemu::tl_wg_pending.clear();
+  sepemu::tl_wg_pending.swap(keep);
 }
 
 // cvt.rna.tf32.f32: round to nearest, ties away from zero, at 10 mantissa bits.

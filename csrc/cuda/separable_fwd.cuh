@@ -51,7 +51,7 @@ struct FwdParams {
   int y_pair;     // channel-first y, pairs (n, n+1) aligned: one 2-element store
   int y_vec4;     // channel-first y, quads aligned: one 4-element store (SIMT)
   int y_vec8;     // channel-first y, groups of 8 aligned: one 16-byte store (wgmma, 16-bit y)
-  int h_slots;    // h chunks in shared memory: 2 (ppg == 1) or n_chunks + 1
+  int h_slots;    // h chunks in shared memory: kMinHSlots (ppg == 1), or max(n_chunks, kMinHSlots)
   int h_bytes;    // bytes per h chunk (aligned)
   int sm_w[2], sm_x[2], sm_dw[2], sm_h;
   int w_bytes;    // wgmma: bytes per W stage; stage s at sm_w[0] + s * w_bytes (kWStages stages)
@@ -72,9 +72,13 @@ struct FwdTile {
   static constexpr bool kWg = kGemm == kGemmWg;
   static constexpr int kWgRows = BM / 2;      // wgmma: rows per warpgroup
   static constexpr int kWgMB = kWgRows / 64;  // wgmma: m64 blocks per warpgroup
-  // Streamed W stages: wgmma loads W kWStages - 1 steps ahead (steps without a depthwise are
-  // short, so one step of lead left the products waiting on L2).
+  // Streamed W stages and how many steps ahead W is loaded. wgmma: 2 steps ahead (steps without
+  // a depthwise are short, so one step of lead left the products waiting on L2) into a ring of 4,
+  // because the products of a step are still running during the next one.
   static constexpr int kWStages = kWg ? 4 : 2;
+  static constexpr int kWLead = kWg ? 2 : 1;
+  // Fewest h slots: wgmma keeps two steps' products in flight while the next depthwise writes.
+  static constexpr int kMinHSlots = kWg ? 3 : 2;
   // MMA paths: W as [BM][pitch] (k contiguous); SIMT: W^T as [k][pitch] (m contiguous).
   static constexpr bool kWTransposed = kSimt;
   // Streamed chunk pitch; all pitches are odd multiples of 16 B (conflict-free ldmatrix rows),
@@ -231,6 +235,7 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
   };
   auto h_slot = [&](Cursor c) {
     const int s = c.h0 + c.chunk;  // < 2 * h_slots when h_slots >= n_chunks
+    if constexpr (kWg) return s % p.h_slots;
     return p.h_slots == 2 ? (s & 1) : (s >= p.h_slots ? s - p.h_slots : s);
   };
   auto m0_of = [&](Cursor c) { return (mt0 + c.pass) * BM; };
@@ -595,8 +600,8 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
     load_w_resident(m0_of(cur));
   } else {
     load_w_chunk(0, m0_of(cur), 0);
-    Cursor cw = cur;  // wgmma: W of steps 1 .. kWStages - 2 as well
-    for (int k = 1; k < Tile::kWStages - 1; ++k) {
+    Cursor cw = cur;  // wgmma: W of steps 1 .. kWLead - 1 as well
+    for (int k = 1; k < Tile::kWLead; ++k) {
       cw = next(cw);
       if (cw.item < p.n_items) load_w_chunk(cw.chunk, m0_of(cw), k);
     }
@@ -615,8 +620,8 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
     const Cursor c1 = next(cur);  // step f + 1
     const Cursor c2 = next(c1);   // step f + 2
     // Step f needs W(f) and, if it runs a depthwise, X(f+1) (issued by step f - 1). wgmma: the W
-    // of step f came kWStages - 1 steps earlier, so without a depthwise the newest group may
-    // still be in flight.
+    // of step f came two steps earlier, so without a depthwise the newest group may still be in
+    // flight.
     if (kWg && !needs_x(c1)) {
       cp_async_wait_group<1>();
     } else {
@@ -627,10 +632,10 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
     // mma.sync: W(f+1) -> ws[(f+1)&1] (last read by GEMM(f-1)); X(f+2) -> xs[f&1] (last read
     // by depthwise(f)); both finished before the barrier above.
     if constexpr (kWg) {
-      // W(f+3) -> stage (f+3) % 4 = that of GEMM(f-1), finished before the barrier above.
-      static_assert(Tile::kWStages == 4, "");
-      const Cursor c3 = next(c2);
-      if (c3.item < p.n_items) load_w_chunk(c3.chunk, m0_of(c3), (f + 3) & 3);
+      // W(f+2) -> stage (f+2) % 4 = that of GEMM(f-2): every thread waited for it (below, in
+      // step f-1) before the barrier above.
+      static_assert(Tile::kWStages == 4 && Tile::kWLead == 2, "");
+      if (c2.item < p.n_items) load_w_chunk(c2.chunk, m0_of(c2), (f + 2) & 3);
     } else if (!p.resident && c1.item < p.n_items) {
       load_w_chunk(c1.chunk, m0_of(c1), (f + 1) & 1);
     }
@@ -639,11 +644,17 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
     const bool dw_next = needs_x(c1);
     if constexpr (kWg) {
       if (cur.chunk == 0) prefetch_bias(m0_of(cur));
-      // The tensor cores work through GEMM(f) while the same warps run the next depthwise;
-      // GEMM(f) must be done before the next step overwrites its W stage and h slot.
+      // The tensor cores work through GEMM(f) while the same warps run the next depthwise, and
+      // into step f+1 (its loads and barrier): only GEMM(f-1) must be done when step f ends,
+      // all of the pass before its tile is stored. W stage and h slot of GEMM(f) are rewritten
+      // two steps later at the earliest (4 W stages, loaded 2 ahead; >= 3 h slots).
       gemm(w_chunk(cur, f & 3), hs(h_slot(cur)));
       if (dw_next) depthwise(c1, (f + 1) & 1);
-      wg_wait_all(acc);
+      if (cur.chunk == n_chunks - 1) {
+        wg_wait<0>(acc);
+      } else {
+        wg_wait<1>(acc);
+      }
     } else {
       // Warps w and w + 4 share a scheduler (SM sub-partition): they run the two independent
       // phases in opposite orders so one feeds the tensor pipe while the other does the FMAs.

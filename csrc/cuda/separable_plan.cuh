@@ -154,7 +154,8 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   const int64_t limit = caps.smem_optin - (Tile::kWg ? 1024 : 0);
   const int64_t n_chunks = cin_pad / BK;
   const int64_t h_bytes = al(static_cast<int64_t>(Tile::H_ELEMS) * sizeof(Tm));
-  const int64_t rest = 2 * al(xs_bytes) + 2 * al(dws_bytes) + 2 * h_bytes;
+  constexpr int64_t kMinH = Tile::kMinHSlots;
+  const int64_t rest = 2 * al(xs_bytes) + 2 * al(dws_bytes) + kMinH * h_bytes;
   const int64_t w_chunk = al(static_cast<int64_t>(Tile::W_ELEMS) * sizeof(Tm));
   const int64_t w_ring = Tile::kWStages * w_chunk;  // streamed W
   const int64_t w_res =
@@ -167,16 +168,16 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   };
   // Shared h: the depthwise of an item is computed once per block and reused by ppg Cout
   // passes. The fewest groups (blocks per item) that give about one block per SM slot.
-  int64_t n_groups = n_mt, ppg = 1, h_slots = 2;
+  int64_t n_groups = n_mt, ppg = 1, h_slots = kMinH;
   int64_t n_workers = n_items;
-  const int64_t shared_bytes = w_ring + rest + (std::max<int64_t>(n_chunks, 2) - 2) * h_bytes;
+  const int64_t shared_bytes = w_ring + rest + (std::max<int64_t>(n_chunks, kMinH) - kMinH) * h_bytes;
   if (place_w == WPlace::kSharedOnly && n_mt > 1 && shared_bytes <= limit) {
     const int64_t slots = caps.sms * blocks_per_sm(shared_bytes);
     const int64_t groups = std::min<int64_t>(n_mt, ceil_div(3 * slots, 4 * n_items));
     ppg = ceil_div(n_mt, groups);
     if (ppg > 1) {
       n_groups = ceil_div(n_mt, ppg);
-      h_slots = std::max<int64_t>(n_chunks, 2);
+      h_slots = std::max<int64_t>(n_chunks, kMinH);
       n_workers = std::min<int64_t>(n_items, std::max<int64_t>(1, slots / n_groups));
     } else {
       ppg = 1;

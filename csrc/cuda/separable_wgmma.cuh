@@ -54,15 +54,20 @@ __device__ __forceinline__ void wg_commit() {
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 #endif
 }
-// Waits for every committed wgmma group of this warpgroup; the accumulators are then readable.
-// acc is passed so that the compiler keeps its registers in place across the wait.
-template <int N>
-__device__ __forceinline__ void wg_wait_all(float (&acc)[N]) {
+// Waits until at most kPending committed wgmma groups of this warpgroup are in flight. With
+// kPending 0 the accumulators are readable; acc is then passed through an empty asm so that the
+// compiler keeps its registers in place until after the wait (with groups still in flight it must
+// not touch them: ptxas would serialise the pipeline, C7514).
+template <int kPending, int N>
+__device__ __forceinline__ void wg_wait(float (&acc)[N]) {
 #if SEP_WGMMA_OK
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+  if constexpr (kPending == 0) {
 #pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+  }
 #else
+  (void)acc;
   __trap();
 #endif
 }
