@@ -149,20 +149,24 @@ def test_cout_passes_share_one_depthwise(device, layout, dtype):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel_choice):
     """Both CUDA forward kernels of 16-bit x: on compute capability 9.0 the wgmma kernel serves
-    channel-first Cout > 128 when its shared-h plan fits (SEPCONV1D_WGMMA=0 selects the mma.sync
-    kernel instead); odd Cin/Cout, ragged position tiles, K = 1 (no depthwise taps) to 31."""
+    Cout > 128 at stride 1 (BN 128 tiles, or BN 64 for Cin >= 1024) when its shared-h plan fits;
+    SEPCONV1D_WGMMA=0 selects the mma.sync kernel instead. Odd Cin/Cout, ragged position tiles,
+    K = 1 (no depthwise taps) to 31, dilation 2, both layouts."""
     if device != "cuda":
         pytest.skip("CUDA kernel selection")
     monkeypatch.setenv("SEPCONV1D_WGMMA", "1" if kernel_choice == "wgmma-allowed" else "0")
-    for cin, cout, kernel_size, length in [(100, 257, 9, 1031), (256, 512, 31, 700), (64, 130, 1, 129),
-                                           (200, 300, 5, 4100)]:
-        x = make_activation(3, cin, length, dtype, device)
+    cases = [(100, 257, 9, 1031, 1, "contiguous"), (256, 512, 31, 700, 1, "channels_last"),
+             (64, 130, 1, 129, 1, "contiguous"), (200, 300, 5, 4100, 2, "channels_last"),
+             (1030, 260, 11, 301, 1, "contiguous"), (1024, 1024, 7, 250, 1, "channels_last")]
+    for cin, cout, kernel_size, length, dilation, layout in cases:
+        x = make_activation(2, cin, length, dtype, device, layout)
         dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, dtype, device, True, True)
-        pads = resolve_padding("same", kernel_size, 1, 1)
-        ref = reference_separable(x, dw, dwb, pw, pwb, 1, *pads, 1)
+        pads = resolve_padding("same", kernel_size, 1, dilation)
+        ref = reference_separable(x, dw, dwb, pw, pwb, 1, *pads, dilation)
         poison_allocator(device, ref.numel() * x.element_size())
-        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
-        assert_close_to_reference(out, ref, tolerance_for(dtype), f"{cin}->{cout} K={kernel_size} L={length}")
+        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same", dilation=dilation)
+        assert_close_to_reference(out, ref, tolerance_for(dtype),
+                                  f"{cin}->{cout} K={kernel_size} L={length} d={dilation} {layout}")
 
 
 def test_wgmma_kernel_runs_on_sm90(device):

@@ -181,19 +181,25 @@ bool wgmma_enabled(int device) {
 #endif
 }
 
-// wgmma tile (16-bit x): BM 128 x BN 128, two warpgroups of 64 x 128 (64 accumulators per
-// thread). Used where it measured faster than the mma.sync kernel in the same process (seed
-// shape: 205 vs 277 us, csrc/NOTES.md "Separable CUDA v3"): channel-first x, Cout > 128, and one
-// depthwise per item shared by all Cout passes (the h ring of all Cin fits in shared memory).
-// Elsewhere it lost: with Cout <= 128 a 128-row tile wastes MMA and every step carries a
-// depthwise; for channel-last x and for BN 64 (the tile that lets larger Cin share h) ptxas
-// serialises the wgmma pipeline (C7511), so the depthwise no longer overlaps the products.
+// wgmma tiles (16-bit x): BM 128, two warpgroups of 64 x BN (BN / 2 accumulators per thread),
+// one depthwise per item shared by all Cout passes. Where each measured faster than the mma.sync
+// kernel in the same process (csrc/NOTES.md "Separable CUDA v3"): Cout > 128, stride 1, and BN
+// 128 when the h ring of all Cin fits in shared memory (seed shape 1.33x, channel-last 1.11x), or
+// BN 64 for Cin >= 1024 (Citrinet 1.34x). Not launched: Cout <= 128 (a 128-row tile wastes MMA
+// rows and every step carries a depthwise), stride 2 (QuartzNet's first block, 0.92x), BN 64 at
+// Cin 512 (Conformer, Vocos, FastConformer, QuartzNet: 0.93-0.98x; BN 64 streams twice the W
+// bytes from L2 per product).
 template <typename Tx, typename Tw>
 bool launch_fwd_wg(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src,
                    bool xcl) {
-  if (xcl || g.out_channels <= 128) return false;
-  return launch_fwd<Tx, Tw, Tx, kGemmWg, 128, 128, 64, 64, false>(x, y, g, src,
-                                                                  WPlace::kSharedOnly);
+  if (g.out_channels <= 128 || g.stride != 1) return false;
+  auto go = [&](auto bn_c) {
+    constexpr int BN = decltype(bn_c)::value;
+    return xcl ? launch_fwd<Tx, Tw, Tx, kGemmWg, 128, BN, 64, 64, true>(x, y, g, src, WPlace::kSharedOnly)
+               : launch_fwd<Tx, Tw, Tx, kGemmWg, 128, BN, 64, 64, false>(x, y, g, src, WPlace::kSharedOnly);
+  };
+  if (go(std::integral_constant<int, 128>{})) return true;
+  return g.channels >= 1024 && go(std::integral_constant<int, 64>{});
 }
 
 // Runs one fused launch (prep + main) for x in kernel layout; false when the x window of this

@@ -108,8 +108,8 @@ struct FwdTile {
   static_assert(kGemm != kGemmTf32 || (BK % 8 == 0 && BM % 64 == 0 && BN * BM == 8 * 64 * WN),
                 "tf32 tiles: 8 warps of 64 x WN");
   static_assert(!kWg || (sizeof(Tm) == 2 && BK == 64 && WN == 64 && (BM == 128 || BM == 256) &&
-                         BN == 128 && kAccRegs <= 128),
-                "wgmma tiles: two warpgroups of (BM / 2) x 128, BK 64 (Wgmma has N = 128 only)");
+                         (BN == 64 || BN == 128) && kAccRegs <= 128),
+                "wgmma tiles: two warpgroups of (BM / 2) x BN, BN 64 or 128, BK 64");
   static_assert(WN == 32 || WN == 64, "");
   static_assert(!kSimt || ((BM / 16) % 4 == 0 && (BN / 16) % 4 == 0), "simt thread tile in 4s");
   static_assert(BN % kItemT == 0, "BN must be a multiple of the depthwise item width");

@@ -1,6 +1,6 @@
 // sm_90a warpgroup MMA (wgmma) wrappers for the separable forward: shared-memory matrix
 // descriptors for the 128-byte-swizzled K-major layout, the async-proxy fence, and
-// wgmma.mma_async m64n128k16 (bf16 / fp16 inputs, fp32 accumulators).
+// wgmma.mma_async m64n128k16 and m64n64k16 (bf16 / fp16 inputs, fp32 accumulators).
 //
 // Operand layout (both A = W [m][k] and B = h^T [n][k]): rows of 64 16-bit elements (128 bytes),
 // groups of 8 rows form a 1024-byte atom (1024-byte aligned); the 16-byte chunk j of row r is stored
@@ -100,6 +100,21 @@ struct Wgmma;
           "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
         : "l"(da), "l"(db), "r"(1))
 
+// The same for m64n64k16 (accumulators d[0..31]).
+#define SEP_WGMMA_M64N64K16(TY)                                                  \
+    asm volatile( \
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " \
+        "{" \
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
+        "}, %32, %33, p, 1, 1, 0, 0;\n}\n" \
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
+        : "l"(da), "l"(db), "r"(1))
+
 template <>
 struct Wgmma<__nv_bfloat16, 128> {
   __device__ __forceinline__ static void mma(float (&d)[64], uint64_t da, uint64_t db) {
@@ -112,7 +127,20 @@ struct Wgmma<__half, 128> {
     SEP_WGMMA_M64N128K16("f16");
   }
 };
+template <>
+struct Wgmma<__nv_bfloat16, 64> {
+  __device__ __forceinline__ static void mma(float (&d)[32], uint64_t da, uint64_t db) {
+    SEP_WGMMA_M64N64K16("bf16");
+  }
+};
+template <>
+struct Wgmma<__half, 64> {
+  __device__ __forceinline__ static void mma(float (&d)[32], uint64_t da, uint64_t db) {
+    SEP_WGMMA_M64N64K16("f16");
+  }
+};
 #undef SEP_WGMMA_M64N128K16
+#undef SEP_WGMMA_M64N64K16
 #else
 template <typename Tm, int N>
 struct Wgmma {

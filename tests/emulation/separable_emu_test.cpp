@@ -379,6 +379,7 @@ void fwd_all(Problem<Tx, Tw>& P, const DevCaps& caps) {
       run_fwd<Tx, Tw, Tx, kGemmMma16, 128, 256, 32, 64, kXcl>(P, caps, place, "mma 128x256w64");
       run_fwd<Tx, Tw, Tx, kGemmMma16, 256, 128, 32, 64, kXcl>(P, caps, place, "mma 256x128w64");
       run_fwd<Tx, Tw, Tx, kGemmWg, 128, 128, 64, 64, kXcl>(P, caps, place, "wgmma 128x128");
+      run_fwd<Tx, Tw, Tx, kGemmWg, 128, 64, 64, 64, kXcl>(P, caps, place, "wgmma 128x64");
     }
   }
 }
