@@ -115,30 +115,18 @@ struct Wgmma;
           "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
         : "l"(da), "l"(db), "r"(1))
 
-template <>
-struct Wgmma<__nv_bfloat16, 128> {
-  __device__ __forceinline__ static void mma(float (&d)[64], uint64_t da, uint64_t db) {
-    SEP_WGMMA_M64N128K16("bf16");
-  }
-};
-template <>
-struct Wgmma<__half, 128> {
-  __device__ __forceinline__ static void mma(float (&d)[64], uint64_t da, uint64_t db) {
-    SEP_WGMMA_M64N128K16("f16");
-  }
-};
-template <>
-struct Wgmma<__nv_bfloat16, 64> {
-  __device__ __forceinline__ static void mma(float (&d)[32], uint64_t da, uint64_t db) {
-    SEP_WGMMA_M64N64K16("bf16");
-  }
-};
-template <>
-struct Wgmma<__half, 64> {
-  __device__ __forceinline__ static void mma(float (&d)[32], uint64_t da, uint64_t db) {
-    SEP_WGMMA_M64N64K16("f16");
-  }
-};
+#define SEP_WGMMA_SPEC(T, TY, N, ASM)                                                    \
+  template <>                                                                            \
+  struct Wgmma<T, N> {                                                                   \
+    __device__ __forceinline__ static void mma(float (&d)[N / 2], uint64_t da, uint64_t db) { \
+      ASM(TY);                                                                           \
+    }                                                                                    \
+  };
+SEP_WGMMA_SPEC(__nv_bfloat16, "bf16", 128, SEP_WGMMA_M64N128K16)
+SEP_WGMMA_SPEC(__half, "f16", 128, SEP_WGMMA_M64N128K16)
+SEP_WGMMA_SPEC(__nv_bfloat16, "bf16", 64, SEP_WGMMA_M64N64K16)
+SEP_WGMMA_SPEC(__half, "f16", 64, SEP_WGMMA_M64N64K16)
+#undef SEP_WGMMA_SPEC
 #undef SEP_WGMMA_M64N128K16
 #undef SEP_WGMMA_M64N64K16
 #else
