@@ -3,8 +3,9 @@
 // chunks of BK: it stages x (+ halo) and the depthwise weights with cp.async, computes the
 // depthwise chunk h (BK x BN) on chip in the accumulation type, stores it in the GEMM operand type
 // to shared memory and multiplies it with the pointwise weight chunk (BM x BK) on tensor cores
-// (bf16/fp16 m16n8k16 or TF32 m16n8k8) or with a register-blocked SIMT GEMM (fp32, fp64). The
-// finished tile (+ folded bias) is stored straight from the accumulators.
+// (bf16/fp16 m16n8k16 or TF32 m16n8k8 mma.sync; on sm_90a bf16/fp16 wgmma, kGemmWg) or with a
+// register-blocked SIMT GEMM (fp32, fp64). The finished tile (+ folded bias) is stored straight
+// from the accumulators.
 //
 // Pointwise weights are either streamed per chunk (W ring of two stages) or, when BM x Cin fits,
 // loaded once per block and kept resident while the block walks many items (persistent: grid =
@@ -24,6 +25,11 @@
 // X(f+1) -> h(f+1) (in opposite orders in warps 0-3 and 4-7, which pair up on the four
 // schedulers, so FMA and tensor pipes overlap); store the tile if f ends its pass.
 // Global loads run a full step ahead of their use.
+//
+// wgmma (kGemmWg): W and h^T live in the 128-byte swizzle (separable_wgmma.cuh); W streams
+// through a ring of 4 stages loaded 2 steps ahead; a step issues GEMM(f) asynchronously, runs the
+// depthwise of step f+1 while the tensor cores work, and waits only for GEMM(f-1) (all of them
+// before a tile is stored); at least 3 h slots, so no slot is rewritten while a GEMM reads it.
 #pragma once
 
 #include "cuda/separable_common.cuh"
