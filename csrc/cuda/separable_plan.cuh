@@ -146,8 +146,9 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   const int64_t n_items = g.batch * n_lt;
   if (n_items > (int64_t{1} << 30)) return false;
 
-  // Shared memory: [W][xs x2][dws x2][hs x h_slots]; W is two streamed chunks or the resident
-  // tile; h_slots is 2, or max(n_chunks, 2) when blocks make several Cout passes (shared h).
+  // Shared memory: [W][xs x2][dws x2][hs x h_slots]; W is kWStages streamed chunks (2; wgmma 4)
+  // or the resident tile; h_slots is kMinHSlots (2; wgmma 3), or max(n_chunks, kMinHSlots) when
+  // blocks make several Cout passes (shared h).
   // wgmma: every buffer 1024-byte aligned (swizzle atoms), plus 1024 bytes to align the base; W
   // is never resident (its swizzled chunks are streamed).
   auto al = [](int64_t bytes) { return Tile::kWg ? round_up(bytes, 1024) : align_bytes(bytes); };
