@@ -64,6 +64,8 @@ CASES = {
     "dw_fwd_mamba": _dw(torch.bfloat16, 4, b=8, c=5120, length=2048, padding="causal", wdtype=torch.float32),
     "dw_bwd_mamba": _dw(torch.bfloat16, 4, b=8, c=5120, length=2048, padding="causal", wdtype=torch.float32, bwd=True),
     "sep_fwd_bf16": _sep(torch.bfloat16),
+    "sep_fwd_conformer_bf16": _sep(torch.bfloat16, cin=512, cout=512, length=500, k=31),
+    "sep_fwd_fastconf_bf16": _sep(torch.bfloat16, b=128, cin=512, cout=512, length=210),
     "sep_fwd_tf32": _sep(torch.float32),
     "sep_bwd_bf16": _sep(torch.bfloat16, bwd=True),
 }

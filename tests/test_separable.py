@@ -145,33 +145,37 @@ def test_cout_passes_share_one_depthwise(device, layout, dtype):
     assert_close_to_reference(out, ref, TF32_TOLERANCE if dtype == torch.float32 else tolerance_for(dtype))
 
 
-@pytest.mark.parametrize("kernel_choice", ["wgmma-allowed", "mma-sync"])
+@pytest.mark.parametrize("kernel_choice", ["1", "uniform", "0"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel_choice):
-    """Both CUDA forward kernels of 16-bit x: on compute capability 9.0 the wgmma kernel serves
-    Cout > 128 at stride 1 (BN 128 tiles, or BN 64 for Cin >= 1024) when its shared-h plan fits;
-    SEPCONV1D_WGMMA=0 selects the mma.sync kernel instead. Odd Cin/Cout, ragged position tiles,
-    K = 1 (no depthwise taps) to 31, dilation 2, both layouts."""
+    """Every CUDA forward kernel of 16-bit x: on compute capability 9.0 the warp-specialised wgmma
+    kernel serves Cout > 128 (BN 128 tiles, or BN 64 when the h ring of BN 128 does not fit);
+    SEPCONV1D_WGMMA=uniform selects the uniform wgmma kernel (stride 1) and SEPCONV1D_WGMMA=0 the
+    mma.sync kernel. Odd Cin/Cout, ragged position tiles, K = 1 (no depthwise taps) to 31,
+    stride 2, dilation 2, both layouts, batches of many items per block."""
     if device != "cuda":
         pytest.skip("CUDA kernel selection")
-    monkeypatch.setenv("SEPCONV1D_WGMMA", "1" if kernel_choice == "wgmma-allowed" else "0")
-    cases = [(100, 257, 9, 1031, 1, "contiguous"), (256, 512, 31, 700, 1, "channels_last"),
-             (64, 130, 1, 129, 1, "contiguous"), (200, 300, 5, 4100, 2, "channels_last"),
-             (1030, 260, 11, 301, 1, "contiguous"), (1024, 1024, 7, 250, 1, "channels_last")]
-    for cin, cout, kernel_size, length, dilation, layout in cases:
-        x = make_activation(2, cin, length, dtype, device, layout)
+    monkeypatch.setenv("SEPCONV1D_WGMMA", kernel_choice)
+    cases = [(100, 257, 9, 1031, 1, 1, "contiguous"), (256, 512, 31, 700, 1, 1, "channels_last"),
+             (64, 130, 1, 129, 1, 1, "contiguous"), (200, 300, 5, 4100, 1, 2, "channels_last"),
+             (1030, 260, 11, 301, 1, 1, "contiguous"), (1024, 1024, 7, 250, 1, 1, "channels_last"),
+             (256, 640, 5, 3001, 2, 1, "contiguous"), (2048, 384, 3, 517, 1, 1, "contiguous")]
+    for cin, cout, kernel_size, length, stride, dilation, layout in cases:
+        x = make_activation(3 if length < 1000 else 2, cin, length, dtype, device, layout)
         dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, dtype, device, True, True)
-        pads = resolve_padding("same", kernel_size, 1, dilation)
-        ref = reference_separable(x, dw, dwb, pw, pwb, 1, *pads, dilation)
+        pads = resolve_padding("same", kernel_size, 1, dilation)  # explicit: also for stride 2
+        ref = reference_separable(x, dw, dwb, pw, pwb, stride, *pads, dilation)
         poison_allocator(device, ref.numel() * x.element_size())
-        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same", dilation=dilation)
+        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, stride=stride, padding=pads,
+                                         dilation=dilation)
         assert_close_to_reference(out, ref, tolerance_for(dtype),
-                                  f"{cin}->{cout} K={kernel_size} L={length} d={dilation} {layout}")
+                                  f"{cin}->{cout} K={kernel_size} L={length} s={stride} "
+                                  f"d={dilation} {layout}")
 
 
 def test_wgmma_kernel_runs_on_sm90(device):
-    """On compute capability 9.0 the seed-like bf16 forward must launch the wgmma kernel (kGemm 3):
-    catches a build without sm_90a code or a plan that no longer fits."""
+    """On compute capability 9.0 the seed-like bf16 forward must launch the warp-specialised wgmma
+    kernel with BN 128 tiles: catches a build without sm_90a code or a plan that no longer fits."""
     if device != "cuda" or torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("needs a compute capability 9.0 GPU")
     x = make_activation(4, 256, 4096, torch.bfloat16, device)
@@ -179,9 +183,9 @@ def test_wgmma_kernel_runs_on_sm90(device):
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
         torch.cuda.synchronize()
-    names = [e.name for e in prof.events() if "sep_fwd_kernel" in e.name]
+    names = [e.name for e in prof.events() if "sep_fwd_" in e.name]
     assert names, "no separable forward kernel was recorded"
-    assert all("sep_fwd_kernel<__nv_bfloat16, __nv_bfloat16, 3," in n for n in names), names
+    assert all("sep_fwd_ws_kernel<__nv_bfloat16, 128," in n for n in names), names
 
 
 def test_tf32_setting_is_obeyed(device):

@@ -28,6 +28,9 @@ enum GemmKind : int { kGemmMma16 = 0, kGemmTf32 = 1, kGemmSimt = 2, kGemmWg = 3 
 //            window of TT+kU-1 scalars serves kU taps of all TT outputs of an item.
 //  kModeGen: anything else (stride > 1): one shared-memory read per multiply.
 enum DwMode : int { kModeVec = 0, kModeWin = 1, kModeGen = 2 };
+// How a channel-first x window is staged (DwParams::vec_load): 16-byte cp.async (rows 16-byte
+// aligned), 4-byte cp.async of element pairs (16-bit x, rows 2-byte aligned), else elements.
+enum DwLoad : int { kLoadElems = 0, kLoadVec16 = 1, kLoadWords = 2 };
 
 template <typename T>
 struct AccOf {
@@ -219,6 +222,39 @@ __device__ __forceinline__ void dw_item_vec(const Tx* row, const Tacc* wrow, int
   }
 }
 
+// kModeVec for a compile-time K (16-bit x, the warp-specialised producer's common sizes): the whole
+// window of TT + K - 1 elements is loaded and widened once, then K x TT FMAs with no per-tap
+// predicates (the run-time version makes rounds of kU taps and reloads the window per round).
+// Reads row[jb .. jb + OFF + TT + K + 5] (plan_dw sizes the rows for it).
+template <int OFF, int K, typename Tx, typename Tacc, int TT>
+__device__ __forceinline__ void dw_item_vec_k(const Tx* row, const Tacc* wrow, int jb,
+                                              Tacc (&acc)[TT]) {
+  static_assert(sizeof(Tx) == 2 && sizeof(Tacc) == 4, "16-bit x, fp32 accumulation");
+  constexpr int kEpv = 8;
+  constexpr int kWin = TT + K - 1;
+  constexpr int kNV = (OFF + kWin + kEpv - 1) / kEpv;
+  const uint4* src = reinterpret_cast<const uint4*>(row + jb);
+  Tacc win[kWin];
+#pragma unroll
+  for (int v = 0; v < kNV; ++v) {
+    const uint4 q = src[v];
+    const uint32_t raw[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int i = 0; i < kEpv; ++i) {
+      const int e = v * kEpv + i - OFF;
+      if (e >= 0 && e < kWin) win[e] = raw_elem<Tx>(raw, i);
+    }
+  }
+  Tacc w[(K + 3) / 4 * 4];
+#pragma unroll
+  for (int k = 0; k < K; k += 4) load4(wrow + k, &w[k]);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int t = 0; t < TT; ++t) acc[t] = fma(w[k], win[t + k], acc[t]);
+  }
+}
+
 // kModeWin. base: the item's first window element (output jb, tap 0); window element e (tap
 // k0 + u of output t, e = t + u) lies at base[(k0 + e) * estep] with estep = dilation * pstep.
 template <typename Tx, typename Tacc, int TT>
@@ -298,7 +334,7 @@ struct DwParams {
   int64_t xsb, xsc, xsl, L;
   int cin, K, kp, stride, dil, pad_left;
   int mode;      // DwMode
-  int vec_load;  // x rows 16-byte aligned in global memory: 16-byte cp.async
+  int vec_load;  // x staging: kLoadVec16 (rows 16-byte aligned), kLoadWords, or 0 (elements)
   int ng;        // item groups per channel (items = CH * ng)
   int npos;      // channel-last: positions staged per chunk
   int xpitch;    // channel-first: elements per channel row; channel-last: per position row
@@ -309,23 +345,38 @@ struct DwParams {
 // [CH][HP] (row c, column jj) in the GEMM operand type Tm, or with kHT as the transposed wgmma
 // operand: NPOS rows jj of CH = 64 16-bit channels in the 128-byte swizzle (separable_wgmma.cuh).
 // TT outputs per depthwise item (8, or 16 to share windows and weights where registers allow).
+// NT: threads that run the stage together (tid < NT).
 template <typename Tx, typename Tm, bool kTf32, int CH, int NPOS, int HP, bool kXcl, int TT = kT,
-          bool kHT = false>
+          bool kHT = false, int NT = kThreads>
 struct DwStage {
   using Tacc = typename AccOf<Tx>::type;
   static constexpr int kV = 16 / static_cast<int>(sizeof(Tx));
   static_assert(NPOS % TT == 0, "");
-  static_assert(kThreads % CH == 0 || CH % 32 == 0, "");
+  static_assert(NT % CH == 0 || CH % 32 == 0, "");
 
-  // Channel-first 16-byte loads start each row at the aligned position p0 - off.
-  __device__ static int offset(const DwParams& d, int64_t p0) {
-    return (!kXcl && d.vec_load) ? static_cast<int>(((p0 % kV) + kV) % kV) : 0;
+  // Where window element 0 (input position p0) of a staged row lies. Channel-first 16-byte loads
+  // start each row at the aligned position p0 - off (the same for all rows). Word loads start row
+  // c at the 4-byte-aligned position p0 - row_off(off, c): off holds the element parity of
+  // x[b, c0, p0] (bit 0) and that of the channel stride (bit 1), the rows alternate when it is odd.
+  __device__ static int offset(const DwParams& d, int64_t b, int c0, int64_t p0) {
+    if (kXcl) return 0;
+    if (d.vec_load == kLoadVec16) return static_cast<int>(((p0 % kV) + kV) % kV);
+    if (d.vec_load == kLoadWords) {
+      const Tx* a = static_cast<const Tx*>(d.x) + b * d.xsb + static_cast<int64_t>(c0) * d.xsc + p0;
+      return static_cast<int>((reinterpret_cast<uintptr_t>(a) >> 1) & 1u) |
+             static_cast<int>((d.xsc & 1) << 1);
+    }
+    return 0;
+  }
+  __device__ static int row_off(const DwParams& d, int off, int c) {
+    if (!kXcl && d.vec_load == kLoadWords) return (off ^ ((off >> 1) & c)) & 1;
+    return off;
   }
 
   // Row-wise staging: kTpr threads per row (a shift, not a division, finds a thread's row and
   // first vector); the row's base pointer is computed once per row, not once per vector.
-  static constexpr int kTpr = kThreads >= CH ? kThreads / CH : 1;
-  static constexpr int kRowStep = kThreads / kTpr;
+  static constexpr int kTpr = NT >= CH ? NT / CH : 1;
+  static constexpr int kRowStep = NT / kTpr;
 
   // Issues (cp.async, uncommitted) or performs the staging of x and the depthwise weights.
   // p0 = j0 * stride - pad_left: input position of window element 0.
@@ -351,9 +402,10 @@ struct DwStage {
     const Tx* xb = static_cast<const Tx*>(d.x) + b * d.xsb;
     if (!kXcl) {
       // rows = channels, positions [p0 - off, p0 - off + xpitch) per row (the whole row).
-      const int64_t p0a = p0 - off;  // multiple of kV when vec_load
+      const int64_t p0a = p0 - off;  // multiple of kV with 16-byte loads
       const int vpr = d.xpitch / kV;
-      if (d.vec_load && cvalid >= CH && p0a >= 0 && p0a + static_cast<int64_t>(vpr) * kV <= d.L) {
+      if (d.vec_load == kLoadVec16 && cvalid >= CH && p0a >= 0 &&
+          p0a + static_cast<int64_t>(vpr) * kV <= d.L) {
         // Interior tile (most of them): every vector whole and inside its row; no bounds or
         // size maths per vector (the general loop below cost ~250 instructions per warp).
         for (int c = r0; c < CH; c += kRowStep) {
@@ -363,7 +415,7 @@ struct DwStage {
             cp_async16(dst, src, 16);
           }
         }
-      } else if (d.vec_load) {
+      } else if (d.vec_load == kLoadVec16) {
         // Vectors v in [vlo, vhi) lie inside the row [0, L) (the last one maybe partly).
         const int64_t vlo64 = p0a >= 0 ? 0 : (-p0a) / kV;
         const int64_t vhi64 = d.L > p0a ? (d.L - p0a + kV - 1) / kV : 0;
@@ -384,8 +436,30 @@ struct DwStage {
             cp_async16(dst + v * kV, src, bytes);
           }
         }
+      } else if (d.vec_load == kLoadWords) {
+        // 16-bit x whose rows are not 16-byte aligned (L not a multiple of 8): 4-byte copies of
+        // aligned element pairs, row c from position p0 - row_off(off, c); the pairs that straddle
+        // a row end (or a padded channel) are written element by element.
+        if constexpr (sizeof(Tx) == 2) {
+          const int nw = d.xpitch / 2;
+          for (int c = r0; c < CH; c += kRowStep) {
+            const int64_t e0 = p0 - row_off(d, off, c);
+            const Tx* row = xb + static_cast<int64_t>(c0 + c) * d.xsc + e0;
+            Tx* dst = xs + c * d.xpitch;
+            const bool live = c < cvalid;
+            for (int w = v0; w < nw; w += kTpr) {
+              const int64_t pos = e0 + 2 * w;
+              if (live && pos >= 0 && pos + 1 < d.L) {
+                cp_async4(dst + 2 * w, row + 2 * w);
+              } else {
+                dst[2 * w] = (live && pos >= 0 && pos < d.L) ? row[2 * w] : Tx(0.0f);
+                dst[2 * w + 1] = (live && pos + 1 >= 0 && pos + 1 < d.L) ? row[2 * w + 1] : Tx(0.0f);
+              }
+            }
+          }
+        }
       } else {
-        for (int idx = tid; idx < CH * d.xpitch; idx += kThreads) {
+        for (int idx = tid; idx < CH * d.xpitch; idx += NT) {
           const int c = idx / d.xpitch;
           const int i = idx - c * d.xpitch;
           const int64_t pos = p0 + i;
@@ -399,9 +473,9 @@ struct DwStage {
       }
     } else {
       // rows = positions p0 + i, i < npos; CH channels per row.
-      if (d.vec_load) {
+      if (d.vec_load == kLoadVec16) {
         constexpr int kVpr = CH / kV;
-        for (int idx = tid; idx < d.npos * kVpr; idx += kThreads) {
+        for (int idx = tid; idx < d.npos * kVpr; idx += NT) {
           const int i = idx / kVpr;
           const int cc = (idx - i * kVpr) * kV;
           const int64_t pos = p0 + i;
@@ -414,7 +488,7 @@ struct DwStage {
           cp_async16(xs + i * d.xpitch + cc, src, bytes);
         }
       } else {
-        for (int idx = tid; idx < d.npos * CH; idx += kThreads) {
+        for (int idx = tid; idx < d.npos * CH; idx += NT) {
           const int i = idx / CH;
           const int c = idx - i * CH;
           const int64_t pos = p0 + i;
@@ -445,7 +519,8 @@ struct DwStage {
   // h element (channel c, output jj) -> hs.
   __device__ static void put_h(Tm* hs, int c, int jj, Tm v) {
     if constexpr (kHT) {
-      hs[jj * CH + ((((c >> 3) ^ (jj & 7)) << 3) | (c & 7))] = v;
+      // 16-byte chunk c / 8 of row jj lands at chunk (c / 8) ^ (jj % 8): c ^ 8 (jj % 8).
+      hs[jj * CH + (c ^ ((jj & 7) << 3))] = v;
     } else {
       hs[c * HP + jj] = v;
     }
@@ -460,8 +535,10 @@ struct DwStage {
     }
   }
 
-  // Zeroes outputs jj >= nvalid (so a ragged tail contributes exactly nothing to a reduction).
+  // Zeroes outputs jj >= nvalid (so a ragged tail contributes exactly nothing to a reduction);
+  // one uniform test skips the per-output selects for the (usual) item that lies inside.
   __device__ static void clip(Tacc (&acc)[TT], int jj0, int step, int nvalid) {
+    if (jj0 + (TT - 1) * step < nvalid) return;
 #pragma unroll
     for (int t = 0; t < TT; ++t) {
       if (jj0 + t * step >= nvalid) acc[t] = Tacc(0);
@@ -469,6 +546,8 @@ struct DwStage {
   }
 
   // h chunk -> hs. c0: first channel (for the bias); nvalid: outputs >= nvalid are stored as 0.
+  // KC > 0: d.K == KC, known at compile time (kModeVec only; see dw_item_vec_k).
+  template <int KC = 0>
   __device__ static void compute(const DwParams& d, const Tx* xs, const Tacc* dws, Tm* hs, int off,
                                  int c0, int nvalid, int tid) {
     tid = opaque(tid);
@@ -478,14 +557,18 @@ struct DwStage {
       if (d.mode == kModeVec) {
         auto run = [&](auto off_c) {
           constexpr int OFF = decltype(off_c)::value;
-          for (int idx = tid; idx < nitems; idx += kThreads) {
+          for (int idx = tid; idx < nitems; idx += NT) {
             const int c = idx % CH;
             const int jb = (idx / CH) * TT;
             Tacc acc[TT];
             const Tacc init = dwb != nullptr ? dwb[c0 + c] : Tacc(0);
 #pragma unroll
             for (int t = 0; t < TT; ++t) acc[t] = init;
-            dw_item_vec<OFF, Tx, Tacc>(xs + c * d.xpitch, dws + c * d.dwpitch, jb, d.K, acc);
+            if constexpr (KC > 0) {
+              dw_item_vec_k<OFF, KC, Tx, Tacc>(xs + c * d.xpitch, dws + c * d.dwpitch, jb, acc);
+            } else {
+              dw_item_vec<OFF, Tx, Tacc>(xs + c * d.xpitch, dws + c * d.dwpitch, jb, d.K, acc);
+            }
             clip(acc, jb, 1, nvalid);
             put_run(hs, c, jb, acc);
           }
@@ -497,10 +580,10 @@ struct DwStage {
     // Channel-first: window element r of channel c at xs[c * xpitch + off + r];
     // channel-last:  at xs[r * xpitch + c].
     const int pstep = kXcl ? d.xpitch : 1;
-    for (int idx = tid; idx < nitems; idx += kThreads) {
+    for (int idx = tid; idx < nitems; idx += NT) {
       const int c = idx % CH;
       const int g = idx / CH;
-      const Tx* row = kXcl ? xs + c : xs + c * d.xpitch + off;
+      const Tx* row = kXcl ? xs + c : xs + c * d.xpitch + row_off(d, off, c);
       const Tacc* wrow = dws + c * d.dwpitch;
       Tacc acc[TT];
       const Tacc init = dwb != nullptr ? dwb[c0 + c] : Tacc(0);

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <type_traits>
@@ -88,19 +89,10 @@ struct PwSource {
   bool dw_identity;
 };
 
-template <typename Tx, typename Tw, typename Tm, int kGemm, int BM, int BN, int BK, int WN,
-          bool kXcl>
-bool launch_fwd(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src,
-                WPlace place) {
-  using Tile = FwdTile<Tx, Tm, kGemm, BM, BN, BK, WN>;
-  using Tacc = typename Tile::Tacc;
-  const int device = x.get_device_index();
-  FwdPlan plan;
-  if (!plan_fwd<Tx, Tm, kGemm, BM, BN, BK, WN, kXcl>(g, view_of(x), y.data_ptr(), y.stride(0),
-                                                       y.stride(1), y.stride(2), dev_caps(device),
-                                                       place, plan)) {
-    return false;
-  }
+// Workspace, weight preparation and the main launch of a forward plan.
+template <typename Tw, typename Tm, typename Tacc, bool kTf32, typename Kernel>
+void run_fwd_plan(FwdPlan& plan, const Tensor& x, const PwSource& src, Kernel kernel, int threads,
+                  const char* name) {
   Tensor ws = torch::stable::empty({plan.ws_bytes}, ScalarType::Byte, std::nullopt, x.device());
   bind_fwd_workspace(
       plan, static_cast<unsigned char*>(ws.data_ptr()), src.pw->const_data_ptr(), src.so, src.sc,
@@ -109,14 +101,43 @@ bool launch_fwd(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSourc
       (src.dw_bias && src.dw_bias->has_value()) ? (*src.dw_bias)->const_data_ptr() : nullptr,
       src.dw_identity);
   cudaStream_t stream = current_stream(x);
-  sep_prep_kernel<Tw, Tm, Tacc, Tile::kTf32>
+  sep_prep_kernel<Tw, Tm, Tacc, kTf32>
       <<<static_cast<unsigned>(plan.prep_blocks), 256, 0, stream>>>(plan.pp);
   check_launch("sep_prep_kernel");
-  auto kernel = sep_fwd_kernel<Tx, Tm, kGemm, BM, BN, BK, WN, kXcl>;
   ensure_smem(kernel, static_cast<size_t>(plan.smem));
-  kernel<<<static_cast<unsigned>(plan.blocks), kThreads, static_cast<size_t>(plan.smem), stream>>>(
+  kernel<<<static_cast<unsigned>(plan.blocks), threads, static_cast<size_t>(plan.smem), stream>>>(
       plan.p);
-  check_launch("sep_fwd_kernel");
+  check_launch(name);
+}
+
+template <typename Tx, typename Tw, typename Tm, int kGemm, int BM, int BN, int BK, int WN,
+          bool kXcl>
+bool launch_fwd(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src,
+                WPlace place) {
+  using Tile = FwdTile<Tx, Tm, kGemm, BM, BN, BK, WN>;
+  FwdPlan plan;
+  if (!plan_fwd<Tx, Tm, kGemm, BM, BN, BK, WN, kXcl>(g, view_of(x), y.data_ptr(), y.stride(0),
+                                                       y.stride(1), y.stride(2),
+                                                       dev_caps(x.get_device_index()), place,
+                                                       plan)) {
+    return false;
+  }
+  run_fwd_plan<Tw, Tm, typename Tile::Tacc, Tile::kTf32>(
+      plan, x, src, sep_fwd_kernel<Tx, Tm, kGemm, BM, BN, BK, WN, kXcl>, kThreads,
+      "sep_fwd_kernel");
+  return true;
+}
+
+// The warp-specialised wgmma forward (16-bit x, sm_90a).
+template <typename Tx, typename Tw, int BN, bool kXcl>
+bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src) {
+  FwdPlan plan;
+  if (!plan_fwd_ws<Tx, BN, kXcl>(g, view_of(x), y.data_ptr(), y.stride(0), y.stride(1),
+                                 y.stride(2), dev_caps(x.get_device_index()), plan)) {
+    return false;
+  }
+  run_fwd_plan<Tw, Tx, float, false>(plan, x, src, sep_fwd_ws_kernel<Tx, BN, kXcl>, kWsThreads,
+                                     "sep_fwd_ws_kernel");
   return true;
 }
 
@@ -158,10 +179,12 @@ bool launch_fwd_mma(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwS
   return go(I256{}, W32{}, WPlace::kAuto);
 }
 
-// wgmma tiles run on compute capability 9.0 when the build has sm_90a code
-// (SEPCONV1D_SM90A, set by setup.py); SEPCONV1D_WGMMA=0 in the environment (read per call) selects
-// the mma.sync kernel instead, for comparisons.
-bool wgmma_enabled(int device) {
+// Which 16-bit forward kernels may run. wgmma tiles run on compute capability 9.0 when the build
+// has sm_90a code (SEPCONV1D_SM90A, set by setup.py). SEPCONV1D_WGMMA in the environment (read
+// per call, for comparisons): "0" selects the mma.sync kernel, "uniform" the uniform wgmma kernel
+// instead of the warp-specialised one.
+enum class WgMode { kOff, kUniform, kWarpSpecialised };
+WgMode wgmma_mode(int device) {
 #ifdef SEPCONV1D_SM90A
   static int cc[64] = {0};
   const int slot = (device >= 0 && device < 64) ? device : 0;
@@ -173,26 +196,36 @@ bool wgmma_enabled(int device) {
                "cudaDeviceGetAttribute(ComputeCapabilityMinor)");
     cc[slot] = 10 * major + minor;
   }
+  if (cc[slot] != 90) return WgMode::kOff;
   const char* env = std::getenv("SEPCONV1D_WGMMA");
-  return cc[slot] == 90 && !(env != nullptr && env[0] == '0');
+  if (env != nullptr && env[0] == '0') return WgMode::kOff;
+  if (env != nullptr && std::string_view(env) == "uniform") return WgMode::kUniform;
+  return WgMode::kWarpSpecialised;
 #else
   (void)device;
-  return false;
+  return WgMode::kOff;
 #endif
 }
 
 // wgmma tiles (16-bit x): BM 128, two warpgroups of 64 x BN (BN / 2 accumulators per thread),
-// one depthwise per item shared by all Cout passes. Where each measured faster than the mma.sync
-// kernel in the same process (csrc/NOTES.md "Separable CUDA v3"): Cout > 128, stride 1, and BN
-// 128 when the h ring of all Cin fits in shared memory (seed shape 1.33x, channel-last 1.11x), or
-// BN 64 for Cin >= 1024 (Citrinet 1.34x). Not launched: Cout <= 128 (a 128-row tile wastes MMA
-// rows and every step carries a depthwise), stride 2 (QuartzNet's first block, 0.92x), BN 64 at
-// Cin 512 (Conformer, Vocos, FastConformer, QuartzNet: 0.93-0.98x; BN 64 streams twice the W
-// bytes from L2 per product).
+// one depthwise per item shared by all Cout passes (so Cout > 128).
+//  - Warp-specialised kernel: BN 128, else BN 64 where the h ring of BN 128 does not fit.
+//  - Uniform kernel (SEPCONV1D_WGMMA=uniform), where it measured faster than the mma.sync kernel
+//    in the same process (csrc/NOTES.md "Separable CUDA v3"): stride 1, BN 128, or BN 64 for
+//    Cin >= 1024 (Citrinet 1.34x); not stride 2 (0.92x) nor BN 64 at Cin 512 (0.93-0.98x).
 template <typename Tx, typename Tw>
 bool launch_fwd_wg(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src,
-                   bool xcl) {
-  if (g.out_channels <= 128 || g.stride != 1) return false;
+                   bool xcl, WgMode mode) {
+  if (mode == WgMode::kOff || g.out_channels <= 128) return false;
+  if (mode == WgMode::kWarpSpecialised) {
+    auto ws = [&](auto bn_c) {
+      constexpr int BN = decltype(bn_c)::value;
+      return xcl ? launch_fwd_ws<Tx, Tw, BN, true>(x, y, g, src)
+                 : launch_fwd_ws<Tx, Tw, BN, false>(x, y, g, src);
+    };
+    return ws(std::integral_constant<int, 128>{}) || ws(std::integral_constant<int, 64>{});
+  }
+  if (g.stride != 1) return false;
   auto go = [&](auto bn_c) {
     constexpr int BN = decltype(bn_c)::value;
     return xcl ? launch_fwd<Tx, Tw, Tx, kGemmWg, 128, BN, 64, 64, true>(x, y, g, src, WPlace::kSharedOnly)
@@ -223,8 +256,8 @@ bool run_fused(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource
                                  : launch_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 16, 32, false>(x, y, g, src, WPlace::kAuto);
                       }
                     } else {
-                      ok = (wgmma_enabled(x.get_device_index()) &&
-                            launch_fwd_wg<Tx, Tw>(x, y, g, src, xcl)) ||
+                      ok = launch_fwd_wg<Tx, Tw>(x, y, g, src, xcl,
+                                                 wgmma_mode(x.get_device_index())) ||
                            launch_fwd_mma<Tx, Tw, Tx, kGemmMma16, 32>(x, y, g, src, xcl);
                     }
                   });

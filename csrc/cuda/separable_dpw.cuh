@@ -161,13 +161,14 @@ __global__ void __launch_bounds__(kThreads, 2) sep_dpw_kernel(const DpwParams p)
     const int64_t b = cur.b;
     const int64_t j0 = cur.j0;
     const int64_t p0 = j0 * p.dw.stride - p.dw.pad_left;
-    Dw::load(p.dw, b, n0, p0, Dw::offset(p.dw, p0), xs(stage), dws(stage), tid);
+    Dw::load(p.dw, b, n0, p0, Dw::offset(p.dw, b, n0, p0), xs(stage), dws(stage), tid);
   };
   auto depthwise = [&](const Cursor& cur, int stage) {
     const int64_t j0 = cur.j0;
     const int64_t p0 = j0 * p.dw.stride - p.dw.pad_left;
     const int nvalid = static_cast<int>(min64(BJ, p.Lout - j0));
-    Dw::compute(p.dw, xs(stage), dws(stage), hs(stage), Dw::offset(p.dw, p0), n0, nvalid, tid);
+    Dw::compute(p.dw, xs(stage), dws(stage), hs(stage), Dw::offset(p.dw, cur.b, n0, p0), n0,
+                nvalid, tid);
   };
 
   constexpr int kWarpsM = BM / 64;

@@ -18,6 +18,10 @@
 //    wgmma.wait_group and must agree, so operands not ready at issue or overwritten before the wait
 //    are caught. Shared addresses start at kSmemBase (not 1024-aligned) so the kernels' base
 //    alignment is exercised.
+//  - mbarriers keep their state (arrivals, transaction bytes, completed phases) in a host table;
+//    a parity wait blocks until that phase has completed. Bulk copies land at issue and then
+//    complete their bytes on the barrier (a wgmma still reading the overwritten stage is caught
+//    by the issue/wait comparison). Named barriers are std::barriers of their thread count.
 #pragma once
 
 #ifndef SEP_EMULATE
@@ -33,6 +37,9 @@
 #include <algorithm>
 #include <barrier>
 #include <climits>
+#include <condition_variable>
+#include <map>
+#include <mutex>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -82,6 +89,7 @@ inline thread_local unsigned char* tl_smem = nullptr;
 inline thread_local size_t tl_smem_bytes = 0;
 inline thread_local std::barrier<>* tl_bar = nullptr;
 inline thread_local WarpX* tl_warp = nullptr;
+inline thread_local std::barrier<>* tl_wgbar = nullptr;  // this thread's warpgroup (128 threads)
 inline thread_local std::vector<PendingCopy>* tl_pending = nullptr;
 
 // A wgmma issued by this thread and not yet waited for: its accumulator fragment, descriptors,
@@ -96,6 +104,20 @@ struct PendingWg {
 };
 inline thread_local std::vector<PendingWg> tl_wg_pending;
 inline thread_local long long tl_wg_commits = 0;
+// mbarrier state by address (reset by mbarrier.init), shared by the threads of a launch.
+struct Mbar {
+  int count = 0;
+  int pending = 0;       // arrivals still missing in the current phase
+  long long tx = 0;      // transaction bytes still expected in the current phase
+  long long phases = 0;  // completed phases
+};
+inline std::mutex g_mbar_mu;
+inline std::condition_variable g_mbar_cv;
+inline std::map<const void*, Mbar> g_mbar;
+// Named barriers (bar.sync id, count) of the current launch.
+inline std::mutex g_named_mu;
+inline std::map<int, std::unique_ptr<std::barrier<>>> g_named;
+
 // Shared-memory address of the dynamic buffer's first byte (a multiple of 16, not of 1024).
 constexpr uint32_t kSmemBase = 512;
 
@@ -126,9 +148,14 @@ void launch(Kern kern, long long grid, int block, size_t smem, const Args&... ar
   SEP_EMU_CHECK(grid >= 1 && grid <= INT_MAX, "grid size");
   SEP_EMU_CHECK(block % 32 == 0 && block >= 32 && block <= 1024, "block size");
   std::barrier<> bar(block);
+  g_named.clear();
   const int nwarps = block / 32;
   std::vector<std::unique_ptr<std::barrier<>>> wbars;
   std::vector<WarpX> warps(static_cast<size_t>(nwarps));
+  std::vector<std::unique_ptr<std::barrier<>>> wgbars;
+  for (int w = 0; w < (block + 127) / 128; ++w) {
+    wgbars.emplace_back(new std::barrier<>(std::min(128, block - 128 * w)));
+  }
   for (int w = 0; w < nwarps; ++w) {
     wbars.emplace_back(new std::barrier<>(32));
     warps[static_cast<size_t>(w)].bar = wbars.back().get();
@@ -146,6 +173,7 @@ void launch(Kern kern, long long grid, int block, size_t smem, const Args&... ar
       tl_smem_bytes = smem;
       tl_bar = &bar;
       tl_warp = &warps[static_cast<size_t>(t / 32)];
+      tl_wgbar = wgbars[static_cast<size_t>(t / 128)].get();
       tl_pending = &pending;
       for (long long g = 0; g < grid; ++g) {
         if (t == 0 && sm != nullptr) std::memset(sm, 0xFF, smem);
@@ -417,6 +445,81 @@ inline void wg_wait(float (&)[N]) {
     }
   }
   sepemu::tl_wg_pending.swap(keep);
+  // The products are those of one warpgroup operation: once wait_group returns in any warp, they
+  // are done for the whole warpgroup (which may then release or refill the operands' buffers), so
+  // no thread goes on before every thread of its warpgroup has its products.
+  sepemu::tl_wgbar->arrive_and_wait();
+}
+
+// ---- mbarriers, bulk copies, named barriers (see separable_wgmma.cuh) ---------------------------
+
+inline sepemu::Mbar& mbar_state(uint64_t* bar) {
+  sepemu::check_smem(bar, 8, 8);
+  auto it = sepemu::g_mbar.find(bar);
+  SEP_EMU_CHECK(it != sepemu::g_mbar.end() && it->second.count > 0, "mbarrier initialised");
+  return it->second;
+}
+inline void mbar_settle(sepemu::Mbar& m) {
+  if (m.pending == 0 && m.tx == 0) {
+    ++m.phases;
+    m.pending = m.count;
+    sepemu::g_mbar_cv.notify_all();
+  }
+}
+inline void mbar_init(uint64_t* bar, int count) {
+  sepemu::check_smem(bar, 8, 8);
+  SEP_EMU_CHECK(count > 0, "mbarrier count");
+  std::lock_guard<std::mutex> lk(sepemu::g_mbar_mu);
+  sepemu::g_mbar[bar] = sepemu::Mbar{count, count, 0, 0};
+}
+inline void mbar_init_fence() {}
+inline void mbar_arrive(uint64_t* bar) {
+  std::lock_guard<std::mutex> lk(sepemu::g_mbar_mu);
+  sepemu::Mbar& m = mbar_state(bar);
+  SEP_EMU_CHECK(m.pending > 0, "mbarrier arrivals within the count");
+  --m.pending;
+  mbar_settle(m);
+}
+inline void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  std::lock_guard<std::mutex> lk(sepemu::g_mbar_mu);
+  sepemu::Mbar& m = mbar_state(bar);
+  SEP_EMU_CHECK(m.pending > 0, "mbarrier arrivals within the count");
+  m.tx += bytes;
+  --m.pending;
+  mbar_settle(m);
+}
+// Blocks until the phase of this parity has completed: the hardware's try_wait.parity succeeds
+// while the current (incomplete) phase has the other parity. A waiter more than one phase behind
+// cannot tell, so the kernels never let a barrier run two phases ahead of a waiter.
+inline void mbar_wait(uint64_t* bar, uint32_t parity) {
+  std::unique_lock<std::mutex> lk(sepemu::g_mbar_mu);
+  sepemu::Mbar& m = mbar_state(bar);
+  sepemu::g_mbar_cv.wait(lk, [&] { return uint32_t(m.phases & 1) != (parity & 1u); });
+}
+inline void bulk_copy_to_shared(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  SEP_EMU_CHECK(bytes % 16 == 0 && bytes > 0, "bulk copy size a multiple of 16");
+  SEP_EMU_CHECK(reinterpret_cast<uintptr_t>(src) % 16 == 0, "bulk copy source 16-byte aligned");
+  sepemu::check_smem(dst, bytes, 16);
+  std::memcpy(dst, src, bytes);
+  std::lock_guard<std::mutex> lk(sepemu::g_mbar_mu);
+  sepemu::Mbar& m = mbar_state(bar);
+  m.tx -= bytes;
+  SEP_EMU_CHECK(m.tx >= 0, "bulk copy bytes expected on the barrier first");
+  mbar_settle(m);
+}
+template <int N, bool kInc>
+inline void set_max_regs() {}
+inline void __syncwarp(unsigned = 0xffffffffu) { sepemu::warp_sync(); }
+inline void named_bar_sync(int id, int count) {
+  SEP_EMU_CHECK(id >= 1 && id < 16 && count % 32 == 0, "named barrier id and count");
+  std::barrier<>* b;
+  {
+    std::lock_guard<std::mutex> lk(sepemu::g_named_mu);
+    auto& slot = sepemu::g_named[id];
+    if (!slot) slot.reset(new std::barrier<>(count));
+    b = slot.get();
+  }
+  b->arrive_and_wait();
 }
 
 // cvt.rna.tf32.f32: round to nearest, ties away from zero, at 10 mantissa bits.

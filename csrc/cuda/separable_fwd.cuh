@@ -61,6 +61,8 @@ struct FwdParams {
   int h_bytes;    // bytes per h chunk (aligned)
   int sm_w[2], sm_x[2], sm_dw[2], sm_h;
   int w_bytes;    // wgmma: bytes per W stage; stage s at sm_w[0] + s * w_bytes (kWStages stages)
+  int w_stages;   // warp-specialised: W stages in the ring
+  int sm_bar;     // warp-specialised: the mbarriers (W full / empty, h full / empty)
 };
 
 // Compile-time tile geometry shared by the kernel and the host plan.
@@ -172,6 +174,96 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&w)[4], int q) {
 template <typename T>
 __device__ __forceinline__ void store16(T* dst, const uint32_t (&w)[4]) {
   *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// wgmma: warpgroup wn issues the products of one BK chunk, W rows [wn BM / 2, (wn + 1) BM / 2)
+// times h^T (both swizzled, K-major), into its accumulators asynchronously (one commit group); the
+// caller waits. A k16 step starts 32 bytes further into the rows: +2 in the descriptor's address field.
+template <typename Tm, int BM, int BN, int BK>
+__device__ __forceinline__ void wg_gemm_chunk(float* acc, const Tm* wsb, const Tm* hsb, int wn) {
+  constexpr int kRows = BM / 2, kMB = kRows / 64;
+  const uint64_t db0 = wg_desc(hsb);
+  const uint64_t da0 = wg_desc(wsb + wn * kRows * BK);
+  wg_fence();
+#pragma unroll
+  for (int kk = 0; kk < BK / 16; ++kk) {
+#pragma unroll
+    for (int mi = 0; mi < kMB; ++mi) {
+      const uint64_t da = da0 + static_cast<uint64_t>(mi * 64 * BK * 2 / 16 + 2 * kk);
+      Wgmma<Tm, BN>::mma(*reinterpret_cast<float(*)[BN / 2]>(acc + mi * (BN / 2)), da,
+                         db0 + static_cast<uint64_t>(2 * kk));
+    }
+  }
+  wg_commit();
+}
+
+// wgmma epilogue: thread t of the two warpgroups adds the prefetched folded bias to its
+// accumulators and stores them to y rows [m0, m0 + BM) x outputs [j0, j0 + BN) of batch b, then
+// zeroes them. Fragment (i, jn, h, e) in acc[i * BN / 2 + 4 jn + 2 h + e]: row
+// wn * BM / 2 + 64 i + 16 wm + g8 + 8 h, column 8 jn + 2 tq + e (wn = warpgroup, wm = warp in it,
+// g8 = lane / 4, tq = lane % 4); bias_pre[2 i + h] is the bias of that row.
+template <typename Tx, int BM, int BN>
+__device__ __forceinline__ void wg_store_tile(const FwdParams& p, float* acc,
+                                              const float* bias_pre, int64_t b, int64_t j0, int m0,
+                                              int t) {
+  constexpr int kRows = BM / 2, kMB = kRows / 64, kNJ = BN / 8;
+  const int lane = t & 31, wm = (t >> 5) & 3, wn = t >> 7, g8 = lane >> 2, tq = lane & 3;
+  const int mvalid = min(BM, p.cout - m0);
+  const int nvalid = static_cast<int>(min64(BN, p.Lout - j0));
+  Tx* yb = static_cast<Tx*>(p.y) + b * p.ysb;
+  auto row_of = [&](int i, int h) { return wn * kRows + i * 64 + wm * 16 + g8 + h * 8; };
+  auto idx_of = [&](int i, int jn, int h) { return i * (BN / 2) + jn * 4 + 2 * h; };
+  if (p.y_vec8 && mvalid == BM && nvalid == BN) {
+    // Full tile of 16-byte-aligned channel-first y: lanes of a quad hold columns 2q, 2q + 1 of
+    // each n8 tile; a 4 x 4 transpose of packed pairs over the quad gives lane q the 8
+    // consecutive columns of tile 4 G + q, stored with one 16-byte store (whole 32-byte sectors)
+    // instead of four 4-byte stores.
+#pragma unroll
+    for (int i = 0; i < kMB; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float bm = bias_pre[i * 2 + h];
+        Tx* yrow = yb + static_cast<int64_t>(m0 + row_of(i, h)) * p.ysc + j0 + 8 * tq;
+#pragma unroll
+        for (int G = 0; G < kNJ / 4; ++G) {
+          uint32_t w[4];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const int idx = idx_of(i, 4 * G + j, h);
+            w[j] = pack2<Tx>(acc[idx] + bm, acc[idx + 1] + bm);
+          }
+          quad_transpose(w, tq);
+          store16(yrow + G * 32, w);
+        }
+      }
+    }
+  } else {
+    // Ragged tiles, channel-last or unaligned y: pairs where y allows them, else elements.
+#pragma unroll
+    for (int i = 0; i < kMB; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = row_of(i, h);
+        if (m >= mvalid) continue;
+        const float bm = bias_pre[i * 2 + h];
+        Tx* yrow = yb + static_cast<int64_t>(m0 + m) * p.ysc;
+#pragma unroll
+        for (int jn = 0; jn < kNJ; ++jn) {
+          const int n = jn * 8 + 2 * tq;
+          const float v0 = acc[idx_of(i, jn, h)] + bm;
+          const float v1 = acc[idx_of(i, jn, h) + 1] + bm;
+          if (p.y_pair && n + 1 < nvalid) {
+            store_pair(yrow + j0 + n, v0, v1);
+          } else {
+            if (n < nvalid) yrow[(j0 + n) * p.ysl] = static_cast<Tx>(v0);
+            if (n + 1 < nvalid) yrow[(j0 + n + 1) * p.ysl] = static_cast<Tx>(v1);
+          }
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kMB * BN / 2; ++i) acc[i] = 0.0f;
 }
 
 // Two blocks per SM (<= 128 registers) except float64, whose double-width depthwise window and
@@ -295,12 +387,13 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
   };
   auto load_x = [&](Cursor c, int stage) {
     const int64_t p0 = item_p0(c);
-    Dw::load(p.dw, c.b, c.chunk * BK, p0, Dw::offset(p.dw, p0), xs(stage),
+    Dw::load(p.dw, c.b, c.chunk * BK, p0, Dw::offset(p.dw, c.b, c.chunk * BK, p0), xs(stage),
              dws(stage), tid);
   };
   auto depthwise = [&](Cursor c, int stage) {
     const int64_t p0 = item_p0(c);
-    Dw::compute(p.dw, xs(stage), dws(stage), hs(h_slot(c)), Dw::offset(p.dw, p0), c.chunk * BK, BN,
+    Dw::compute(p.dw, xs(stage), dws(stage), hs(h_slot(c)), Dw::offset(p.dw, c.b, c.chunk * BK, p0),
+                c.chunk * BK, BN,
                 tid);
   };
 
@@ -363,20 +456,7 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
     const int lane = q.lane, wm = q.wm, wn = q.wn, g8 = q.g8, tq = q.tq, tm = q.tm, tn = q.tn;
     if constexpr (kWg) {
       (void)lane, (void)wm, (void)g8, (void)tq, (void)tm, (void)tn;
-      // A k16 step starts 32 bytes further into the rows: +2 in the descriptor's address field.
-      const uint64_t db0 = wg_desc(hsb);
-      const uint64_t da0 = wg_desc(wsb + wn * Tile::kWgRows * BK);
-      wg_fence();
-#pragma unroll
-      for (int kk = 0; kk < BK / 16; ++kk) {
-#pragma unroll
-        for (int mi = 0; mi < Tile::kWgMB; ++mi) {
-          const uint64_t da = da0 + static_cast<uint64_t>(mi * 64 * BK * 2 / 16 + 2 * kk);
-          Wgmma<Tm, BN>::mma(*reinterpret_cast<float(*)[BN / 2]>(&acc[mi * (BN / 2)]), da,
-                             db0 + static_cast<uint64_t>(2 * kk));
-        }
-      }
-      wg_commit();
+      wg_gemm_chunk<Tm, BM, BN, BK>(acc, wsb, hsb, wn);
     } else if constexpr (kGemm == kGemmMma16) {
 #pragma unroll
       for (int kk = 0; kk < BK; kk += 16) {
@@ -449,6 +529,10 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
 
   // ---- epilogue: acc + bias -> y straight from registers, then acc = 0 -----------------------------
   auto store_tile = [&](const Cursor& c, int m0) {
+    if constexpr (kWg) {
+      wg_store_tile<Tx, BM, BN>(p, acc, bias_pre, c.b, item_j0(c), m0, threadIdx.x);
+      return;
+    }
     const Frag q = frag();
     const int wm = q.wm, wn = q.wn, g8 = q.g8, tq = q.tq, tm = q.tm, tn = q.tn;
     const int64_t b = c.b;
@@ -490,69 +574,21 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
       // A full tile of aligned channel-first y (the common case): unchecked pair stores from
       // one row pointer per fragment row, with the bias read once per row, in straight-line
       // code. Anything else (ragged edges, channel-last or unaligned y) takes the checked loop.
-      // Fragment (i, jn, h): rows m(i, h), columns n(jn) and n(jn) + 1, in acc[idx], acc[idx + 1].
-      // mma.sync: i = m16 tile of the warp's 64 rows, jn = n8 tile of its WN columns.
-      // wgmma: i = m64 block of the warpgroup, warp wm owns rows 16 wm .. of each, jn = n8 tile of BN.
-      constexpr int kMI = kWg ? Tile::kWgMB : 4;
-      constexpr int kNJ = kWg ? BN / 8 : kNT;
-      auto frag_m = [&](int i, int h) {
-        return kWg ? wn * Tile::kWgRows + i * 64 + wm * 16 + g8 + h * 8
-                   : wm * 64 + i * 16 + g8 + h * 8;
-      };
-      const int n_base = (kWg ? 0 : wn * WN) + 2 * tq;
-      auto frag_idx = [&](int i, int jn, int h) {
-        return kWg ? i * (BN / 2) + jn * 4 + 2 * h : (i * kNT + jn) * 4 + 2 * h;
-      };
-      auto bias_at = [&](int i, int h, int m) {
-        if constexpr (kWg) {
-          (void)m;
-          return bias_pre[i * 2 + h];
-        } else {
-          (void)i, (void)h;
-          return static_cast<float>(bias[m]);
-        }
-      };
-      // wgmma, full tile of 16-byte-aligned channel-first y: lanes of a quad hold columns 2q, 2q + 1
-      // of each n8 tile; a 4 x 4 transpose of packed pairs over the quad gives lane q the 8
-      // consecutive columns of tile 4 G + q, stored with one 16-byte store (whole 32-byte
-      // sectors) instead of four 4-byte stores.
-      bool stored = false;
-      if constexpr (kWg) {
-        if (p.y_vec8 && mvalid == BM && nvalid == BN) {
-          stored = true;
+      // Fragment (i, jn, h): rows m(i, h), columns n(jn) and n(jn) + 1, in acc[idx], acc[idx + 1]
+      // (i = m16 tile of the warp's 64 rows, jn = n8 tile of its WN columns).
+      auto frag_m = [&](int i, int h) { return wm * 64 + i * 16 + g8 + h * 8; };
+      const int n_base = wn * WN + 2 * tq;
+      auto frag_idx = [&](int i, int jn, int h) { return (i * kNT + jn) * 4 + 2 * h; };
+      if (p.y_pair && mvalid == BM && nvalid == BN) {
 #pragma unroll
-          for (int i = 0; i < kMI; ++i) {
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const float bm = bias_pre[i * 2 + h];
-              Tx* yrow = yb + static_cast<int64_t>(m0 + frag_m(i, h)) * p.ysc + j0 + 8 * tq;
-#pragma unroll
-              for (int G = 0; G < kNJ / 4; ++G) {
-                uint32_t w[4];
-#pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                  const int idx = frag_idx(i, 4 * G + j, h);
-                  w[j] = pack2<Tx>(acc[idx] + bm, acc[idx + 1] + bm);
-                }
-                quad_transpose(w, tq);
-                store16(yrow + G * 32, w);
-              }
-            }
-          }
-        }
-      }
-      if (stored) {
-        // done above
-      } else if (p.y_pair && mvalid == BM && nvalid == BN) {
-#pragma unroll
-        for (int i = 0; i < kMI; ++i) {
+        for (int i = 0; i < 4; ++i) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int m = frag_m(i, h);
-            const float bm = bias_at(i, h, m);
+            const float bm = static_cast<float>(bias[m]);
             Tx* yrow = yb + static_cast<int64_t>(m0 + m) * p.ysc + j0 + n_base;
 #pragma unroll
-            for (int jn = 0; jn < kNJ; ++jn) {
+            for (int jn = 0; jn < kNT; ++jn) {
               const float v0 = acc[frag_idx(i, jn, h)];
               const float v1 = acc[frag_idx(i, jn, h) + 1];
               store_pair(yrow + jn * 8, v0 + bm, v1 + bm);
@@ -561,12 +597,12 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
         }
       } else {
 #pragma unroll
-        for (int i = 0; i < kMI; ++i) {
+        for (int i = 0; i < 4; ++i) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int m = frag_m(i, h);
 #pragma unroll
-            for (int jn = 0; jn < kNJ; ++jn) {
+            for (int jn = 0; jn < kNT; ++jn) {
               const int n = n_base + jn * 8;
               const float v0 = acc[frag_idx(i, jn, h)];
               const float v1 = acc[frag_idx(i, jn, h) + 1];
@@ -698,7 +734,18 @@ struct PrepParams {
   int cout, cin, cout_pad, cin_pad, K, kp;
   int transpose_w;
   int identity_dw;
+  int ws_tiles;  // warp-specialised kernel: W as pre-swizzled (BM x 64) tiles (ws_w_index)
 };
+
+// Where the warp-specialised kernel's W element (o, c) lives: tile (o / kWsBM, c / 64) is one
+// contiguous block of kWsBM rows x 64 channels in the 128-byte swizzle (one bulk copy lands it as
+// the wgmma operand), tiles ordered by Cout tile, then channel chunk.
+constexpr int kWsBM = 128;
+__device__ __forceinline__ int64_t ws_w_index(int o, int c, int cin_pad) {
+  const int r = o % kWsBM, cc = c % 64;
+  const int64_t tile = static_cast<int64_t>(o / kWsBM) * (cin_pad / 64) + c / 64;
+  return (tile * kWsBM + r) * 64 + ((((cc >> 3) ^ (r & 7)) << 3) | (cc & 7));
+}
 
 template <typename Tw, typename Tm, typename Tacc, bool kTf32>
 __global__ void sep_prep_kernel(const PrepParams p) {
@@ -719,7 +766,8 @@ __global__ void sep_prep_kernel(const PrepParams p) {
       }
       Tacc v = Tacc(0);
       if (o < p.cout && c < p.cin) v = widen<Tacc>(pw[o * p.pw_so + c * p.pw_sc]);
-      static_cast<Tm*>(p.wp)[idx] = narrow_to<Tm, kTf32>(v);
+      static_cast<Tm*>(p.wp)[p.ws_tiles ? ws_w_index(o, c, p.cin_pad) : idx] =
+          narrow_to<Tm, kTf32>(v);
     } else {
       const int64_t i = idx - n_w;
       const int c = static_cast<int>(i / p.kp);

@@ -6,6 +6,7 @@
 #include "common/conv_params.h"
 #include "cuda/separable_dpw.cuh"
 #include "cuda/separable_fwd.cuh"
+#include "cuda/separable_fwd_ws.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -52,10 +53,25 @@ bool plan_dw(const ConvGeometry& g, const View3& x, DwParams& d, int64_t& xs_byt
   constexpr int kV = 16 / static_cast<int>(sizeof(Tx));
   const int64_t s = g.stride, dl = g.dilation, K = g.kernel_size;
   const int64_t kp = round_up(K, kU);
+  const int64_t es = sizeof(Tx);
+  int vec_load;
+  if (!kXcl) {
+    vec_load = (aligned_to(x.ptr, 16) && (g.batch == 1 || x.sb % kV == 0) && x.sc % kV == 0 &&
+                x.sl == 1)
+                   ? kLoadVec16
+                   : (es == 2 && x.sl == 1) ? kLoadWords : kLoadElems;
+  } else {
+    vec_load = (aligned_to(x.ptr, 16) && (g.batch == 1 || x.sb % kV == 0) && x.sl % kV == 0 &&
+                x.sc == 1)
+                   ? kLoadVec16
+                   : kLoadElems;
+  }
   int mode;
   int64_t je;  // outputs covered by the items (>= NPOS)
   if (s == 1) {
-    mode = (!kXcl && dl == 1) ? kModeVec : kModeWin;
+    // The vector depthwise needs the same in-row offset for every row (16-byte-aligned rows, or
+    // element-wise staging at offset 0); word-staged rows differ by one element.
+    mode = (!kXcl && dl == 1 && vec_load != kLoadWords) ? kModeVec : kModeWin;
     je = ceil_div(NPOS, TT * dl) * TT * dl;
   } else {
     mode = kModeGen;
@@ -75,14 +91,14 @@ bool plan_dw(const ConvGeometry& g, const View3& x, DwParams& d, int64_t& xs_byt
   d.mode = mode;
   d.ng = static_cast<int>(je / TT);
   d.dwpitch = static_cast<int>(kp + (sizeof(Tacc) == 4 ? 4 : 2));
-  const int64_t es = sizeof(Tx);
+  d.vec_load = vec_load;
   constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
   int64_t need;  // channel-first: elements per row; channel-last: positions
   if (!kXcl) {
-    d.vec_load = aligned_to(d.x, 16) && (g.batch == 1 || d.xsb % kV == 0) && d.xsc % kV == 0 &&
-                 d.xsl == 1;
     if (mode == kModeVec) {
-      need = NPOS + kp + 8;  // dw_item_vec reads at most row[NPOS - 8 + kp - 8 + 23]
+      // dw_item_vec reads at most row[NPOS - 8 + kp - 8 + 23], dw_item_vec_k (K <= 16 at compile
+      // time, TT = 16) row[NPOS - 16 + 7 + 16 + K + 5]
+      need = std::max<int64_t>(NPOS + kp + 8, NPOS + K + 13);
     } else if (mode == kModeWin) {
       need = kV + je - 1 + (K - 1) * dl;  // off < kV, window (je - 1) + (K - 1) * dl
     } else {
@@ -95,8 +111,6 @@ bool plan_dw(const ConvGeometry& g, const View3& x, DwParams& d, int64_t& xs_byt
     d.npos = 0;
     xs_bytes = static_cast<int64_t>(CH) * bytes;
   } else {
-    d.vec_load = aligned_to(d.x, 16) && (g.batch == 1 || d.xsb % kV == 0) && d.xsl % kV == 0 &&
-                 d.xsc == 1;
     need = (mode == kModeWin) ? je + (K - 1) * dl : (NPOS - 1) * s + (K - 1) * dl + 1;
     if (need > kIntMax / (2 * (CH + kV))) return false;
     d.npos = static_cast<int>(need);
@@ -269,6 +283,70 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   p.y_vec8 = y_aligned(8) ? 1 : 0;
   out.blocks = n_groups * n_workers;
   return out.blocks <= std::numeric_limits<int32_t>::max();
+}
+
+// The warp-specialised forward (sep_fwd_ws_kernel, 16-bit x on sm_90a): the item split, Cout
+// groups, x staging and workspace of the uniform wgmma kernel's shared-h plan, with its own
+// shared memory: [W ring of w_stages pre-swizzled 16 KB tiles][xs x2][dws x2][h ring][mbarriers].
+// As many h slots as fit up to 2 n_chunks (spare slots are the producer's lead into the next item;
+// at least n_chunks) next to 4 W stages if that still leaves 2 n_chunks slots, else 3 (a slot
+// bought more than a fourth stage), else 2. False when it does not
+// fit or the uniform plan fails (Cout <= 128: no shared h).
+template <typename Tx, int BN, bool kXcl>
+bool plan_fwd_ws(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64_t ysc,
+                 int64_t ysl, const DevCaps& caps, FwdPlan& out) {
+  using Tile = WsTile<Tx, BN>;
+  if (!plan_fwd<Tx, Tx, kGemmWg, Tile::BM, BN, Tile::BK, Tile::WN, kXcl>(
+          g, x, y, ysb, ysc, ysl, caps, WPlace::kSharedOnly, out)) {
+    return false;
+  }
+  DwParams d{};
+  int64_t xs_bytes = 0, dws_bytes = 0;
+  if (!plan_dw<Tx, Tile::BK, BN, kXcl, Tile::kItemT>(g, x, d, xs_bytes, dws_bytes)) return false;
+  auto al = [](int64_t bytes) { return round_up(bytes, 1024); };
+  FwdParams& p = out.p;
+  const int64_t n_chunks = p.cin_pad / Tile::BK;
+  const int64_t h_bytes = al(static_cast<int64_t>(Tile::H_ELEMS) * sizeof(Tx));
+  const int64_t w_tile = static_cast<int64_t>(Tile::BM) * Tile::BK * sizeof(Tx);
+  const int64_t limit = caps.smem_optin - 1024;  // 1024 bytes to align the base
+  const int64_t fixed = 2 * al(xs_bytes) + 2 * al(dws_bytes);
+  auto slots_for = [&](int64_t s) {  // most h slots (<= 2 n_chunks) next to s W stages, or 0
+    const int64_t room = limit - fixed - s * w_tile;
+    for (int64_t h = std::min<int64_t>(2 * n_chunks, room / h_bytes); h >= n_chunks; --h) {
+      if (s * w_tile + fixed + h * h_bytes + al(8 * (2 * s + 2 * h)) <= limit) return h;
+    }
+    return int64_t{0};
+  };
+  int64_t stages = 0, slots = 0;
+  if (slots_for(4) == 2 * n_chunks) {
+    stages = 4;
+  } else if (slots_for(3) > 0) {
+    stages = 3;
+  } else if (slots_for(2) > 0) {
+    stages = 2;
+  }
+  if (stages != 0) slots = slots_for(stages);
+  if (stages == 0) return false;
+  int64_t off = 0;
+  auto place = [&](int64_t bytes) {
+    const int64_t at = off;
+    off += al(bytes);
+    return static_cast<int>(at);
+  };
+  p.w_stages = static_cast<int>(stages);
+  p.w_bytes = static_cast<int>(w_tile);
+  p.sm_w[0] = place(stages * w_tile);
+  p.sm_w[1] = p.sm_w[0] + static_cast<int>(w_tile);
+  for (int st = 0; st < 2; ++st) p.sm_x[st] = place(xs_bytes);
+  for (int st = 0; st < 2; ++st) p.sm_dw[st] = place(dws_bytes);
+  p.h_slots = static_cast<int>(slots);
+  p.h_bytes = static_cast<int>(h_bytes);
+  p.sm_h = place(slots * h_bytes);
+  p.sm_bar = place(8 * (2 * stages + 2 * slots));
+  if (off > limit) return false;
+  out.smem = off + 1024;
+  out.pp.ws_tiles = 1;
+  return true;
 }
 
 // Points the plan at its workspace and at the weights. pw element (o, c) at pw[o * so + c * sc];

@@ -1,6 +1,7 @@
 // sm_90a warpgroup MMA (wgmma) wrappers for the separable forward: shared-memory matrix
-// descriptors for the 128-byte-swizzled K-major layout, the async-proxy fence, and
-// wgmma.mma_async m64n128k16 and m64n64k16 (bf16 / fp16 inputs, fp32 accumulators).
+// descriptors for the 128-byte-swizzled K-major layout, the async-proxy fence,
+// wgmma.mma_async m64n128k16 and m64n64k16 (bf16 / fp16 inputs, fp32 accumulators), and the
+// mbarrier / bulk-copy / named-barrier primitives of the warp-specialised kernel.
 //
 // Operand layout (both A = W [m][k] and B = h^T [n][k]): rows of 64 16-bit elements (128 bytes),
 // groups of 8 rows form a 1024-byte atom (1024-byte aligned); the 16-byte chunk j of row r is stored
@@ -14,6 +15,8 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+
+#include "cuda/separable_ptx.cuh"
 
 #ifndef SEP_EMULATE  // separable_emu.cuh provides host versions of everything below
 
@@ -70,6 +73,86 @@ __device__ __forceinline__ void wg_wait(float (&acc)[N]) {
   (void)acc;
   __trap();
 #endif
+}
+
+// ---- mbarriers, bulk copies and named barriers (the warp-specialised forward) -----------------
+// An mbarrier completes a phase when `count` arrivals and all expected transaction bytes have
+// arrived; a waiter names the parity of the phase it waits for (0 for the first).
+__device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
+#if SEP_WGMMA_OK
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count)
+               : "memory");
+#endif
+}
+// Makes barrier initialisation visible to the async proxy (bulk copies) before first use.
+__device__ __forceinline__ void mbar_init_fence() {
+#if SEP_WGMMA_OK
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+#if SEP_WGMMA_OK
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(
+                   smem_u32(bar))
+               : "memory");
+#endif
+}
+// One arrival that also expects `bytes` of bulk-copy transactions in this phase.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+#if SEP_WGMMA_OK
+  asm volatile(
+      "{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(
+          smem_u32(bar)),
+      "r"(bytes)
+      : "memory");
+#endif
+}
+// A waiting warp sleeps until the phase completes (or this many ns pass) instead of spinning:
+// spinning consumers took issue slots from the depthwise warps on their schedulers.
+constexpr uint32_t kMbarSuspendNs = 1000000;
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+#if SEP_WGMMA_OK
+  asm volatile(
+      "{\n.reg .pred done;\nWAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1, %2;\n"
+      "@!done bra WAIT;\n}\n" ::"r"(smem_u32(bar)),
+      "r"(parity), "n"(kMbarSuspendNs)
+      : "memory");
+#else
+  (void)bar, (void)parity;
+  __trap();
+#endif
+}
+// bytes (a multiple of 16; both addresses 16-byte aligned) global -> shared by the copy engine;
+// completion is counted as transaction bytes on bar.
+__device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, uint32_t bytes,
+                                                    uint64_t* bar) {
+#if SEP_WGMMA_OK
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(smem_u32(dst)),
+      "l"(src), "r"(bytes), "r"(smem_u32(bar))
+      : "memory");
+#else
+  (void)dst, (void)src, (void)bytes, (void)bar;
+  __trap();
+#endif
+}
+// Raises (kInc) or lowers this warpgroup's register budget per thread to N (setmaxnreg; every
+// warp of the warpgroup executes it).
+template <int N, bool kInc>
+__device__ __forceinline__ void set_max_regs() {
+#if SEP_WGMMA_OK
+  if constexpr (kInc) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+  } else {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+  }
+#endif
+}
+// Barrier `id` (1..15) over `count` threads (a multiple of 32) of the block.
+__device__ __forceinline__ void named_bar_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
 // D[64 x N] += A[64 x 16] * B[16 x N] for one warpgroup (fp32 accumulators, fragment layout of

@@ -6,6 +6,7 @@
 //     -I csrc -I <torch>/include -I <cuda>/include tests/emulation/separable_emu_test.cpp -o sepemu \
 //     -pthread
 //   ./sepemu [n_random_cases] [seed] [first_case] [end_case]
+// SEPEMU_ONLY=<text> runs only the configurations whose name contains the text.
 #pragma once
 
 #include "cuda/separable_emu.cuh"
@@ -192,15 +193,65 @@ bool report(bool ok, const std::string& what, double worst, int64_t bad) {
   return ok;
 }
 
+// SEPEMU_ONLY=<text>: run only the configurations whose name contains it (e.g. "wgmma-ws").
+bool wanted(const std::string& cfg) {
+  const char* only = std::getenv("SEPEMU_ONLY");
+  return only == nullptr || cfg.find(only) != std::string::npos;
+}
+
+// y of a forward launch against the float64 reference of P.
+template <typename Tx, typename Tw, int kGemm>
+void check_fwd(Problem<Tx, Tw>& P, Act<Tx>& y, bool cl, const FwdPlan& plan, const DevCaps& caps,
+               const std::string& cfg) {
+  const Case& c = P.c;
+  const int64_t Lo = c.Lout();
+  double worst = 0.0;
+  int64_t bad = 0;
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t o = 0; o < c.Cout; ++o)
+      for (int64_t j = 0; j < Lo; ++j) {
+        double ref = c.pwb ? to_d(P.pwb[size_t(o)]) : 0.0;
+        double mag = std::fabs(ref);
+        for (int64_t ch = 0; ch < c.Cin; ++ch) {
+          const double pw = to_d(P.pw[size_t(o * c.Cin + ch)]);
+          const double h = P.h[size_t((b * c.Cin + ch) * Lo + j)];
+          ref += pw * h;
+          // The kernel folds the depthwise bias into the output bias and rounds h without it to
+          // the operand type: that rounding scales with |h - dw_bias|, not |h|.
+          mag += std::fabs(pw) * (std::fabs(h) + (c.dwb ? std::fabs(to_d(P.dwb[size_t(ch)])) : 0.0));
+        }
+        const double got = to_d(y.at(b, o, j));
+        const double allowed = tol<Tx, kGemm>() * (mag + 1e-3);
+        const double err = std::fabs(got - ref);
+        if (!(err <= allowed)) {
+          if (bad < 4 && std::getenv("SEPEMU_DEBUG") != nullptr) {
+            std::printf("  bad b%lld o%lld j%lld got %.6g ref %.6g allowed %.3g\n", (long long)b,
+                        (long long)o, (long long)j, got, ref, allowed);
+          }
+          ++bad;
+          worst = std::max(worst, std::isfinite(err) ? err / allowed : 1e300);
+        }
+      }
+  report(bad == 0,
+         std::string("fwd ") + tname<Tx>() + "/" + tname<Tw>() + " " + cfg + (cl ? " CL" : " CF") +
+             (plan.p.resident ? " resident" : " streamed") +
+             (plan.p.ppg > 1 ? " shared-h ppg" + std::to_string(plan.p.ppg) + " groups" +
+                                   std::to_string(plan.p.n_groups)
+                             : "") +
+             " sms" + std::to_string(caps.sms) +
+             " | " + c.str(),
+         worst, bad);
+}
+
 // Forward through one tile configuration; returns false when the plan does not apply.
 template <typename Tx, typename Tw, typename Tm, int kGemm, int BM, int BN, int BK, int WN, bool kXcl>
 void run_fwd(Problem<Tx, Tw>& P, const DevCaps& caps, WPlace place, const char* cfg) {
+  if (!wanted(cfg)) return;
   using Tacc = typename AccOf<Tx>::type;
   const Case& c = P.c;
   const ConvGeometry g = P.geom();
-  const int64_t Lo = c.Lout();
   Act<Tx> y;
-  y.init(c.B, c.Cout, Lo, kXcl, 0, 0);
+  y.init(c.B, c.Cout, c.Lout(), kXcl, 0, 0);
   FwdPlan plan;
   if (!plan_fwd<Tx, Tm, kGemm, BM, BN, BK, WN, kXcl>(g, P.x.view(), y.ptr(), y.sb, y.sc, y.sl, caps,
                                                        place, plan)) {
@@ -213,40 +264,35 @@ void run_fwd(Problem<Tx, Tw>& P, const DevCaps& caps, WPlace place, const char* 
                  plan.prep_blocks, 256, 0, plan.pp);
   sepemu::launch(sep_fwd_kernel<Tx, Tm, kGemm, BM, BN, BK, WN, kXcl>, plan.blocks, kThreads,
                  size_t(plan.smem), plan.p);
-  double worst = 0.0;
-  int64_t bad = 0;
-  for (int64_t b = 0; b < c.B; ++b)
-    for (int64_t o = 0; o < c.Cout; ++o)
-      for (int64_t j = 0; j < Lo; ++j) {
-        double ref = c.pwb ? to_d(P.pwb[size_t(o)]) : 0.0;
-        double mag = std::fabs(ref);
-        for (int64_t ch = 0; ch < c.Cin; ++ch) {
-          const double t = to_d(P.pw[size_t(o * c.Cin + ch)]) * P.h[size_t((b * c.Cin + ch) * Lo + j)];
-          ref += t;
-          mag += std::fabs(t);
-        }
-        const double got = to_d(y.at(b, o, j));
-        const double allowed = tol<Tx, kGemm>() * (mag + 1e-3);
-        const double err = std::fabs(got - ref);
-        if (!(err <= allowed)) {
-          ++bad;
-          worst = std::max(worst, std::isfinite(err) ? err / allowed : 1e300);
-        }
-      }
-  report(bad == 0,
-         std::string("fwd ") + tname<Tx>() + "/" + tname<Tw>() + " " + cfg + (kXcl ? " CL" : " CF") +
-             (plan.p.resident ? " resident" : " streamed") +
-             (plan.p.ppg > 1 ? " shared-h ppg" + std::to_string(plan.p.ppg) + " groups" +
-                                   std::to_string(plan.p.n_groups)
-                             : "") +
-             " sms" + std::to_string(caps.sms) +
-             " | " + c.str(),
-         worst, bad);
+  check_fwd<Tx, Tw, kGemm>(P, y, kXcl, plan, caps, cfg);
+}
+
+// Forward through the warp-specialised wgmma kernel (its own roles, barriers and W tiles).
+template <typename Tx, typename Tw, int BN, bool kXcl>
+void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
+  if (!wanted("wgmma-ws")) return;
+  const Case& c = P.c;
+  const ConvGeometry g = P.geom();
+  Act<Tx> y;
+  y.init(c.B, c.Cout, c.Lout(), kXcl, 0, 0);
+  FwdPlan plan;
+  if (!plan_fwd_ws<Tx, BN, kXcl>(g, P.x.view(), y.ptr(), y.sb, y.sc, y.sl, caps, plan)) return;
+  Buf ws(plan.ws_bytes);
+  bind_fwd_workspace(plan, ws.p, P.pw.data(), c.Cin, 1, c.pwb ? P.pwb.data() : nullptr,
+                     P.dw.data(), c.dwb ? P.dwb.data() : nullptr, false);
+  sepemu::launch(sep_prep_kernel<Tw, Tx, float, false>, plan.prep_blocks, 256, 0, plan.pp);
+  sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl>, plan.blocks, kWsThreads, size_t(plan.smem),
+                 plan.p);
+  check_fwd<Tx, Tw, kGemmWg>(P, y, kXcl, plan, caps,
+                             "wgmma-ws 128x" + std::to_string(BN) + " stages" +
+                                 std::to_string(plan.p.w_stages) + " hslots" +
+                                 std::to_string(plan.p.h_slots));
 }
 
 // dh = pw^T dy through the forward kernel with an identity depthwise.
 template <typename Tx, typename Tw, typename Tm, int kGemm, int BM, int BN, int BK, int WN, bool kXcl>
 void run_dh(Problem<Tx, Tw>& P, const DevCaps& caps, const char* cfg) {
+  if (!wanted(cfg)) return;
   using Tacc = typename AccOf<Tx>::type;
   const Case& c = P.c;
   const int64_t Lo = c.Lout();
@@ -304,6 +350,7 @@ void run_dh(Problem<Tx, Tw>& P, const DevCaps& caps, const char* cfg) {
 // that the result is bit-identical.
 template <typename Tx, typename Tw, typename Tm, int kGemm, int BM, int BN, bool kXcl>
 void run_dpw(Problem<Tx, Tw>& P, const DevCaps& caps, const char* cfg) {
+  if (!wanted(cfg)) return;
   const Case& c = P.c;
   const int64_t Lo = c.Lout();
   std::uniform_real_distribution<double> U(-1.0, 1.0);
@@ -381,6 +428,10 @@ void fwd_all(Problem<Tx, Tw>& P, const DevCaps& caps) {
       run_fwd<Tx, Tw, Tx, kGemmWg, 128, 128, 64, 64, kXcl>(P, caps, place, "wgmma 128x128");
       run_fwd<Tx, Tw, Tx, kGemmWg, 128, 64, 64, 64, kXcl>(P, caps, place, "wgmma 128x64");
     }
+  }
+  if constexpr (sizeof(Tx) == 2) {
+    run_fwd_ws<Tx, Tw, 128, kXcl>(P, caps);
+    run_fwd_ws<Tx, Tw, 64, kXcl>(P, caps);
   }
 }
 

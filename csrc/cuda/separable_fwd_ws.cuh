@@ -1,0 +1,247 @@
+// Warp-specialised fused separable forward for sm_90a (16-bit x, wgmma). The uniform wgmma kernel
+// (separable_fwd.cuh) runs staging, depthwise, GEMM issue and epilogue in the same 8 warps, one
+// block per SM: its issue slots were 29% busy and the tensor pipe 15% active, the warps mostly
+// waiting on one phase or another. Here the depthwise has its own warps, handing h chunks to the
+// GEMM warps through mbarriers, so the depthwise of the next chunks runs under the products:
+//
+//  - warps 0-7, two consumer warpgroups: per step (item, Cout pass, Cin chunk) wait for the h chunk
+//    and their half of the W stage, issue m64nBNk16 wgmmas on both from shared memory (rows
+//    [64 wn, 64 wn + 64) of the 128-row Cout tile), and once the previous step's products are
+//    done release its h slot (after the last Cout pass over it) and refill its W stage: thread 0
+//    of each warpgroup streams the warpgroup's 8 KB half of the pre-swizzled W tiles (ws_w_index)
+//    with one bulk copy per step, w_stages steps ahead, completing on the warpgroup's mbarrier.
+//    The tile (+ folded bias) is stored from the accumulators at the end of a pass;
+//  - warps 8-15, two depthwise producer warpgroups: per (item, chunk), stage x and the depthwise
+//    weights with cp.async (one chunk ahead, two buffers; a named barrier among the producers),
+//    compute the depthwise chunk into a free h slot (h^T in the 128-byte swizzle; K = 3, 5, 7, 9
+//    with the taps unrolled at compile time), publish it (fence.proxy.async, one arrival per warp).
+// setmaxnreg splits the register file: 168 per consumer thread, 88 per producer thread (one warp
+// of each warpgroup per SM sub-partition: 2 x 168 + 2 x 88 = 512). Waits sleep on the mbarrier
+// (suspend-time hint) rather than spin, leaving issue slots to the producers.
+//
+// h slots form a ring of h_slots >= n_chunks (all chunks of an item stay while its Cout passes read
+// them; the spare slots let the producer run into the next item). Each barrier's phase parity is
+// tracked by ring position (a use count per wrap), so nothing divides in the loops.
+#pragma once
+
+#include "cuda/separable_fwd.cuh"
+#include "cuda/separable_wgmma.cuh"
+
+namespace sepconv1d {
+namespace cuda {
+namespace sep {
+
+constexpr int kWsConsumers = 256;  // two warpgroups (warps 0-7)
+constexpr int kWsProducers = 256;  // two depthwise warpgroups (warps 8-15)
+constexpr int kWsThreads = kWsConsumers + kWsProducers;
+// Registers per thread after the roles split (setmaxnreg): each SM sub-partition holds one warp of
+// every warpgroup, 2 x 168 + 2 x 88 = 512 registers per lane slot (64 K per SM).
+constexpr int kWsConsumerRegs = 168;
+constexpr int kWsProducerRegs = 88;
+
+template <typename Tx, int BN>
+using WsTile = FwdTile<Tx, Tx, kGemmWg, kWsBM, BN, 64, 64>;
+
+template <typename Tx, int BN, bool kXcl>
+__global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdParams p) {
+  using Tile = WsTile<Tx, BN>;
+  constexpr int BM = Tile::BM, BK = Tile::BK;
+  using Dw = DwStage<Tx, Tx, false, BK, BN, Tile::HP, kXcl, Tile::kItemT, true, kWsProducers>;
+
+  SEP_DYNAMIC_SMEM(smem_raw);
+  // wgmma's swizzle atoms need 1024-byte-aligned buffers: the plan adds 1024 bytes of slack.
+  unsigned char* smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+  const int tid = threadIdx.x;
+  const int S = p.w_stages, H = p.h_slots;
+  uint64_t* w_full = reinterpret_cast<uint64_t*>(smem + p.sm_bar);  // [warpgroup][stage]
+  uint64_t* h_full = w_full + 2 * S;
+  uint64_t* h_empty = h_full + H;
+  if (tid == 0) {
+    for (int s = 0; s < 2 * S; ++s) mbar_init(w_full + s, 1);  // expect_tx arrival + bytes
+    for (int s = 0; s < H; ++s) {
+      mbar_init(h_full + s, kWsProducers / 32);   // one arrival per producer warp
+      mbar_init(h_empty + s, kWsConsumers / 32);  // one arrival per consumer warp
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();  // the last block-wide barrier: the roles below never meet again
+
+  const int group = static_cast<int>(blockIdx.x % p.n_groups);
+  const int worker = static_cast<int>(blockIdx.x / p.n_groups);
+  const int mt0 = group * p.ppg;
+  const int passes = min(p.ppg, p.n_mt - mt0);
+  const int n_chunks = p.cin_pad / BK;
+  if (worker >= p.n_items || passes <= 0 || n_chunks == 0) return;
+  auto h_slot_ptr = [&](int s) {
+    return reinterpret_cast<Tx*>(smem + opaque(p.sm_h + s * p.h_bytes));
+  };
+
+  // ---- depthwise producer -----------------------------------------------------------------------
+  if (tid >= kWsConsumers) {
+    set_max_regs<kWsProducerRegs, false>();
+    const int pt = tid - kWsConsumers;
+    using Tacc = typename Tile::Tacc;
+    auto xs = [&](int st) { return reinterpret_cast<Tx*>(smem + opaque(p.sm_x[st])); };
+    auto dws = [&](int st) { return reinterpret_cast<Tacc*>(smem + opaque(p.sm_dw[st])); };
+    auto p0_of = [&](int item) {  // input position of window element 0
+      return static_cast<int64_t>(item % p.n_lt) * BN * p.dw.stride - p.dw.pad_left;
+    };
+    auto load_x = [&](int item, int k, int st) {
+      const int64_t p0 = p0_of(item);
+      const int b = item / p.n_lt;
+      Dw::load(p.dw, b, k * BK, p0, Dw::offset(p.dw, b, k * BK, p0), xs(st), dws(st), pt);
+    };
+    int item = worker, k = 0, st = 0;
+    int s = 0;
+    uint32_t round = 0;
+    load_x(item, k, st);
+    cp_async_commit();
+    while (true) {
+      cp_async_wait_all();
+      // Every producer's part of X(item, k) has landed, and all finished the previous chunk (so
+      // the other x buffer is free).
+      named_bar_sync(1, kWsProducers);
+      int item2 = item, k2 = k + 1;
+      if (k2 == n_chunks) {
+        k2 = 0;
+        item2 += p.n_workers;
+      }
+      if (item2 < p.n_items) load_x(item2, k2, st ^ 1);
+      cp_async_commit();
+      if (round > 0) mbar_wait(h_empty + s, (round - 1) & 1);
+      const int64_t p0 = p0_of(item);
+      const int off = Dw::offset(p.dw, item / p.n_lt, k * BK, p0);
+      auto depthwise = [&](auto kc) {
+        Dw::template compute<decltype(kc)::value>(p.dw, xs(st), dws(st), h_slot_ptr(s), off,
+                                                  k * BK, BN, pt);
+      };
+      // The common kernel sizes with the taps unrolled at compile time (the depthwise bounds
+      // this kernel: these warps must keep up with the tensor cores).
+      switch (!kXcl && p.dw.mode == kModeVec ? p.dw.K : 0) {
+        case 3: depthwise(std::integral_constant<int, kXcl ? 0 : 3>{}); break;
+        case 5: depthwise(std::integral_constant<int, kXcl ? 0 : 5>{}); break;
+        case 7: depthwise(std::integral_constant<int, kXcl ? 0 : 7>{}); break;
+        case 9: depthwise(std::integral_constant<int, kXcl ? 0 : 9>{}); break;
+        default: depthwise(std::integral_constant<int, 0>{}); break;
+      }
+      // h stores (generic proxy) before the wgmma reads (async proxy); the warp's stores are
+      // ordered before its arrival by the warp barrier.
+      fence_proxy_async();
+      __syncwarp();
+      if ((pt & 31) == 0) mbar_arrive(h_full + s);
+      if (++s == H) {
+        s = 0;
+        ++round;
+      }
+      item = item2;
+      k = k2;
+      st ^= 1;
+      if (item >= p.n_items) break;
+    }
+    return;
+  }
+
+  // ---- consumers: wgmma and epilogue ------------------------------------------------------------
+  set_max_regs<kWsConsumerRegs, true>();
+  constexpr int kAccRegs = Tile::kAccRegs;
+  constexpr int kMB = Tile::kWgMB;
+  float acc[kAccRegs];
+#pragma unroll
+  for (int i = 0; i < kAccRegs; ++i) acc[i] = 0.0f;
+  float bias_pre[2 * kMB];
+  const int wn = tid >> 7;  // warpgroup: Cout rows [64 wn, 64 wn + 64) of the tile (kMB = 1)
+  auto prefetch_bias = [&](int m0) {
+    const int t = threadIdx.x;
+    const int wm = (t >> 5) & 3, g8 = (t & 31) >> 2;
+    const float* bias = static_cast<const float*>(p.bias) + m0;  // cout_pad entries
+#pragma unroll
+    for (int i = 0; i < kMB; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        bias_pre[i * 2 + h] = bias[wn * Tile::kWgRows + i * 64 + wm * 16 + g8 + h * 8];
+      }
+    }
+  };
+  auto gemm = [&](const Tx* wsb, const Tx* hsb) {
+    wg_gemm_chunk<Tx, BM, BN, BK>(acc, wsb, hsb, wn);
+  };
+  // W: this warpgroup's half (rows [64 wn, 64 wn + 64), contiguous in a tile) of the tile of each
+  // step, w_stages steps ahead. load_w(stage) loads the next step not yet loaded into `stage`.
+  constexpr uint32_t kHalfBytes = (BM / 2) * BK * sizeof(Tx);
+  uint64_t* w_full_wg = w_full + wn * S;
+  const bool w_issuer = (tid & 127) == 0;
+  const Tx* wp = static_cast<const Tx*>(p.wp) + wn * (BM / 2) * BK;
+  int ld_item = worker, ld_ps = 0, ld_k = 0;  // the next step to load
+  auto load_w = [&](int stage) {
+    if (ld_item >= p.n_items) return;
+    if (w_issuer) {
+      const Tx* src = wp + (static_cast<int64_t>(mt0 + ld_ps) * n_chunks + ld_k) * (BM * BK);
+      mbar_arrive_expect_tx(w_full_wg + stage, kHalfBytes);
+      bulk_copy_to_shared(smem + p.sm_w[0] + stage * p.w_bytes + wn * kHalfBytes, src, kHalfBytes,
+                          w_full_wg + stage);
+    }
+    if (++ld_k == n_chunks) {
+      ld_k = 0;
+      if (++ld_ps == passes) {
+        ld_ps = 0;
+        ld_item += p.n_workers;
+      }
+    }
+  };
+  for (int st = 0; st < S; ++st) load_w(st);
+  // A step's buffers go back once its products are done: its W stage is refilled, its h slot
+  // released after the last Cout pass over it (one arrival per consumer warp). wgmma is a
+  // warpgroup operation: once any warp's wait_group returns, the warpgroup's products are done.
+  const bool arriver = (tid & 31) == 0;
+  auto release = [&](int w_stage, int h_slot, bool last_pass) {
+    load_w(w_stage);
+    if (arriver && last_pass) mbar_arrive(h_empty + h_slot);
+  };
+  int ws = 0, hs0 = 0;              // W stage of the step; h slot of the item's chunk 0
+  uint32_t w_round = 0, h_round0 = 0;
+  int prev_w = -1, prev_h = 0;      // the step whose products may still run (prev_w >= 0)
+  bool prev_last = false;
+  for (int item = worker; item < p.n_items; item += p.n_workers) {
+    const int64_t b = item / p.n_lt;
+    const int64_t j0 = static_cast<int64_t>(item - b * p.n_lt) * BN;
+    for (int ps = 0; ps < passes; ++ps) {
+      const int m0 = (mt0 + ps) * BM;
+      const bool last_pass = ps == passes - 1;
+      prefetch_bias(m0);
+      int hs = hs0;
+      uint32_t h_round = h_round0;
+      for (int k = 0; k < n_chunks; ++k) {
+        mbar_wait(h_full + hs, h_round & 1);
+        mbar_wait(w_full_wg + ws, w_round & 1);
+        gemm(reinterpret_cast<const Tx*>(smem + opaque(p.sm_w[0] + ws * p.w_bytes)),
+             h_slot_ptr(hs));
+        wg_wait<1>(acc);  // the products of the previous step are done
+        if (prev_w >= 0) release(prev_w, prev_h, prev_last);
+        prev_w = ws;
+        prev_h = hs;
+        prev_last = last_pass;
+        if (++ws == S) {
+          ws = 0;
+          ++w_round;
+        }
+        if (++hs == H) {
+          hs = 0;
+          ++h_round;
+        }
+      }
+      wg_wait<0>(acc);
+      release(prev_w, prev_h, prev_last);
+      prev_w = -1;
+      wg_store_tile<Tx, BM, BN>(p, acc, bias_pre, b, j0, m0, tid);
+    }
+    hs0 += n_chunks;  // n_chunks <= H
+    if (hs0 >= H) {
+      hs0 -= H;
+      ++h_round0;
+    }
+  }
+}
+
+}  // namespace sep
+}  // namespace cuda
+}  // namespace sepconv1d
