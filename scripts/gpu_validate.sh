@@ -57,13 +57,13 @@ for stage in "$@"; do
       ;;
     sanitize)
       # No caching allocator: every tensor is its own allocation, so out-of-bounds accesses show.
-      subset="cuda and (odd_channel or larger_shapes or only_requested or empty_batch or half_forward_kernels)"
+      subset="cuda and (odd_channel or larger_shapes or only_requested or empty_batch or half_forward_kernels or tf32_forward_kernels)"
       PYTORCH_NO_CUDA_MEMORY_CACHING=1 run memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
         --print-limit 20 "$PY" -P -m pytest tests/test_depthwise.py tests/test_separable.py -q -x \
         -p no:cacheprovider -k "$subset"
       run racecheck compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 \
         "$PY" -P -m pytest tests/test_depthwise.py tests/test_separable.py -q -x -p no:cacheprovider \
-        -k "cuda and (odd_channel or only_requested or (half_forward_kernels and bfloat16))"
+        -k "cuda and (odd_channel or only_requested or (half_forward_kernels and bfloat16) or tf32_forward_kernels)"
       ;;
     bench)
       run bench "$PY" -P -m sepconv1d.bench --budget-s "${BENCH_BUDGET_S:-200}" --out "$OUT/bench.json"

@@ -145,6 +145,13 @@ def test_cout_passes_share_one_depthwise(device, layout, dtype):
     assert_close_to_reference(out, ref, TF32_TOLERANCE if dtype == torch.float32 else tolerance_for(dtype))
 
 
+def _batch_for_one_group(out_length: int) -> int:
+    """A batch with at least ~100 tiles of 128 output positions: enough work that the wgmma
+    kernels' plan walks every Cout tile of a position tile in one block (shared depthwise), the
+    only plan they run (with fewer tiles the mma.sync kernel takes the call)."""
+    return min(64, max(2, -(-100 * 128 // max(out_length, 1))))
+
+
 @pytest.mark.parametrize("kernel_choice", ["1", "uniform", "0"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel_choice):
@@ -161,7 +168,7 @@ def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel
              (1030, 260, 11, 301, 1, 1, "contiguous"), (1024, 1024, 7, 250, 1, 1, "channels_last"),
              (256, 640, 5, 3001, 2, 1, "contiguous"), (2048, 384, 3, 517, 1, 1, "contiguous")]
     for cin, cout, kernel_size, length, stride, dilation, layout in cases:
-        x = make_activation(3 if length < 1000 else 2, cin, length, dtype, device, layout)
+        x = make_activation(_batch_for_one_group(length // stride), cin, length, dtype, device, layout)
         dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, dtype, device, True, True)
         pads = resolve_padding("same", kernel_size, 1, dilation)  # explicit: also for stride 2
         ref = reference_separable(x, dw, dwb, pw, pwb, stride, *pads, dilation)
@@ -169,6 +176,32 @@ def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel
         out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, stride=stride, padding=pads,
                                          dilation=dilation)
         assert_close_to_reference(out, ref, tolerance_for(dtype),
+                                  f"{cin}->{cout} K={kernel_size} L={length} s={stride} "
+                                  f"d={dilation} {layout}")
+
+
+@pytest.mark.parametrize("kernel_choice", ["1", "0"])
+def test_tf32_forward_kernels_match_reference(device, monkeypatch, kernel_choice):
+    """float32 x with TF32 allowed: on compute capability 9.0 the warp-specialised wgmma kernel
+    (tf32 operands) serves Cout > 128, SEPCONV1D_WGMMA=0 selects the mma.sync TF32 kernel. Odd
+    Cin/Cout, ragged tiles, stride 2, dilation 2, both layouts, TF32-level error against float64."""
+    if device != "cuda":
+        pytest.skip("CUDA kernel selection")
+    torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py
+    monkeypatch.setenv("SEPCONV1D_WGMMA", kernel_choice)
+    cases = [(100, 257, 9, 1031, 1, 1, "contiguous"), (256, 512, 31, 700, 1, 1, "channels_last"),
+             (200, 300, 5, 4100, 1, 2, "channels_last"), (1030, 260, 11, 301, 1, 1, "contiguous"),
+             (256, 640, 5, 3001, 2, 1, "contiguous"), (512, 1536, 7, 517, 1, 1, "contiguous")]
+    for cin, cout, kernel_size, length, stride, dilation, layout in cases:
+        x = make_activation(_batch_for_one_group(length // stride), cin, length, torch.float32, device,
+                            layout)
+        dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, torch.float32, device, True, True)
+        pads = resolve_padding("same", kernel_size, 1, dilation)  # explicit: also for stride 2
+        ref = reference_separable(x, dw, dwb, pw, pwb, stride, *pads, dilation)
+        poison_allocator(device, ref.numel() * x.element_size())
+        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, stride=stride, padding=pads,
+                                         dilation=dilation)
+        assert_close_to_reference(out, ref, TF32_TOLERANCE,
                                   f"{cin}->{cout} K={kernel_size} L={length} s={stride} "
                                   f"d={dilation} {layout}")
 

@@ -514,13 +514,15 @@ struct DwStage {
     }
   }
 
-  static_assert(!kHT || (CH == 64 && sizeof(Tm) == 2), "transposed h: 64 16-bit channels per row");
+  static_assert(!kHT || CH * sizeof(Tm) == 128, "transposed h: one 128-byte row of channels");
 
   // h element (channel c, output jj) -> hs.
   __device__ static void put_h(Tm* hs, int c, int jj, Tm v) {
     if constexpr (kHT) {
-      // 16-byte chunk c / 8 of row jj lands at chunk (c / 8) ^ (jj % 8): c ^ 8 (jj % 8).
-      hs[jj * CH + (c ^ ((jj & 7) << 3))] = v;
+      // 16-byte chunk c / E of row jj lands at chunk (c / E) ^ (jj % 8): c ^ E (jj % 8), E = 16 /
+      // sizeof(Tm) elements per chunk.
+      constexpr int kE = 16 / static_cast<int>(sizeof(Tm));
+      hs[jj * CH + (c ^ ((jj & 7) * kE))] = v;
     } else {
       hs[c * HP + jj] = v;
     }

@@ -128,7 +128,7 @@ bool launch_fwd(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSourc
   return true;
 }
 
-// The warp-specialised wgmma forward (16-bit x, sm_90a).
+// The warp-specialised wgmma forward (sm_90a; 16-bit x, or float32 x on TF32).
 template <typename Tx, typename Tw, int BN, bool kXcl>
 bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src) {
   FwdPlan plan;
@@ -136,8 +136,9 @@ bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
                                  y.stride(2), dev_caps(x.get_device_index()), plan)) {
     return false;
   }
-  run_fwd_plan<Tw, Tx, float, false>(plan, x, src, sep_fwd_ws_kernel<Tx, BN, kXcl>, kWsThreads,
-                                     "sep_fwd_ws_kernel");
+  using Tm = WsOperand<Tx>;
+  run_fwd_plan<Tw, Tm, float, sizeof(Tm) == 4>(plan, x, src, sep_fwd_ws_kernel<Tx, BN, kXcl>,
+                                               kWsThreads, "sep_fwd_ws_kernel");
   return true;
 }
 
@@ -179,10 +180,10 @@ bool launch_fwd_mma(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwS
   return go(I256{}, W32{}, WPlace::kAuto);
 }
 
-// Which 16-bit forward kernels may run. wgmma tiles run on compute capability 9.0 when the build
-// has sm_90a code (SEPCONV1D_SM90A, set by setup.py). SEPCONV1D_WGMMA in the environment (read
-// per call, for comparisons): "0" selects the mma.sync kernel, "uniform" the uniform wgmma kernel
-// instead of the warp-specialised one.
+// Which tensor-core forward kernels may run. wgmma tiles run on compute capability 9.0 when the
+// build has sm_90a code (SEPCONV1D_SM90A, set by setup.py). SEPCONV1D_WGMMA in the environment
+// (read per call, for comparisons): "0" selects the mma.sync kernels, "uniform" the uniform wgmma
+// kernel (16-bit x; TF32 then takes mma.sync) instead of the warp-specialised one.
 enum class WgMode { kOff, kUniform, kWarpSpecialised };
 WgMode wgmma_mode(int device) {
 #ifdef SEPCONV1D_SM90A
@@ -207,8 +208,8 @@ WgMode wgmma_mode(int device) {
 #endif
 }
 
-// wgmma tiles (16-bit x): BM 128, two warpgroups of 64 x BN (BN / 2 accumulators per thread),
-// one depthwise per item shared by all Cout passes (so Cout > 128).
+// wgmma tiles (16-bit x, or float32 x on TF32): BM 128, two warpgroups of 64 x BN (BN / 2
+// accumulators per thread), one depthwise per item shared by all Cout passes (so Cout > 128).
 //  - Warp-specialised kernel: BN 128, else BN 64 where the h ring of BN 128 does not fit.
 //  - Uniform kernel (SEPCONV1D_WGMMA=uniform), where it measured faster than the mma.sync kernel
 //    in the same process (csrc/NOTES.md "Separable CUDA v3"): stride 1, BN 128, or BN 64 for
@@ -225,14 +226,18 @@ bool launch_fwd_wg(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
     };
     return ws(std::integral_constant<int, 128>{}) || ws(std::integral_constant<int, 64>{});
   }
-  if (g.stride != 1) return false;
-  auto go = [&](auto bn_c) {
-    constexpr int BN = decltype(bn_c)::value;
-    return xcl ? launch_fwd<Tx, Tw, Tx, kGemmWg, 128, BN, 64, 64, true>(x, y, g, src, WPlace::kSharedOnly)
-               : launch_fwd<Tx, Tw, Tx, kGemmWg, 128, BN, 64, 64, false>(x, y, g, src, WPlace::kSharedOnly);
-  };
-  if (go(std::integral_constant<int, 128>{})) return true;
-  return g.channels >= 1024 && go(std::integral_constant<int, 64>{});
+  if constexpr (sizeof(Tx) == 2) {
+    if (g.stride != 1) return false;
+    auto go = [&](auto bn_c) {
+      constexpr int BN = decltype(bn_c)::value;
+      return xcl ? launch_fwd<Tx, Tw, Tx, kGemmWg, 128, BN, 64, 64, true>(x, y, g, src, WPlace::kSharedOnly)
+                 : launch_fwd<Tx, Tw, Tx, kGemmWg, 128, BN, 64, 64, false>(x, y, g, src, WPlace::kSharedOnly);
+    };
+    if (go(std::integral_constant<int, 128>{})) return true;
+    return g.channels >= 1024 && go(std::integral_constant<int, 64>{});
+  } else {
+    return false;  // the uniform kernel has no TF32 form
+  }
 }
 
 // Runs one fused launch (prep + main) for x in kernel layout; false when the x window of this
@@ -250,7 +255,9 @@ bool run_fused(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource
                                : launch_fwd<Tx, Tw, double, kGemmSimt, 64, 64, 16, 32, false>(x, y, g, src, WPlace::kAuto);
                     } else if constexpr (std::is_same_v<Tx, float>) {
                       if (allow_tf32) {
-                        ok = launch_fwd_mma<Tx, Tw, float, kGemmTf32, 16>(x, y, g, src, xcl);
+                        ok = launch_fwd_wg<Tx, Tw>(x, y, g, src, xcl,
+                                                   wgmma_mode(x.get_device_index())) ||
+                             launch_fwd_mma<Tx, Tw, float, kGemmTf32, 16>(x, y, g, src, xcl);
                       } else {
                         ok = xcl ? launch_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 16, 32, true>(x, y, g, src, WPlace::kAuto)
                                  : launch_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 16, 32, false>(x, y, g, src, WPlace::kAuto);

@@ -98,7 +98,7 @@ struct PendingWg {
   float* d;
   uint64_t da, db;
   int n;
-  bool bf16;
+  int kind;  // WgElem
   std::vector<double> at_issue;
   long long group;  // wgmma commit group (commits before it was issued)
 };
@@ -386,34 +386,44 @@ inline void fence_proxy_async() {}
 inline void wg_fence() {}
 inline void wg_commit() { ++sepemu::tl_wg_commits; }
 
+// Operand element types: bf16, fp16, tf32 (fp32 bit patterns; the tensor cores read the top 19
+// bits, as the mma.sync emulation does).
+enum WgElem : int { kWgBf16 = 0, kWgF16 = 1, kWgTf32 = 2 };
+inline int wg_elem_bytes(int kind) { return kind == kWgTf32 ? 4 : 2; }
+
 // Element (row r, k) of a K-major operand in the 128-byte swizzle: rows of 128 bytes, groups of 8
 // rows SBO apart; address bits [4, 7) XOR bits [7, 10).
-inline double wg_operand(uint64_t desc, int r, int k, bool bf16) {
+inline double wg_operand(uint64_t desc, int r, int k, int kind) {
   SEP_EMU_CHECK((desc >> 62) == 1, "wgmma descriptor: 128-byte swizzle");
   const uint32_t start = uint32_t(desc & 0x3FFFu) << 4;
   const uint32_t sbo = uint32_t((desc >> 32) & 0x3FFFu) << 4;
   SEP_EMU_CHECK(sbo == 1024, "wgmma descriptor: SBO of 8 rows of 128 bytes");
-  const uint32_t lin = start + uint32_t(r / 8) * sbo + uint32_t(r % 8) * 128 + uint32_t(2 * k);
+  const uint32_t es = uint32_t(wg_elem_bytes(kind));
+  const uint32_t lin = start + uint32_t(r / 8) * sbo + uint32_t(r % 8) * 128 + es * uint32_t(k);
   const uint32_t phys = lin ^ (((lin >> 7) & 7u) << 4);
   SEP_EMU_CHECK(phys >= sepemu::kSmemBase, "wgmma operand in shared memory");
   const unsigned char* e = sepemu::tl_smem + (phys - sepemu::kSmemBase);
-  sepemu::check_smem(e, 2, 2);
+  sepemu::check_smem(e, es, es);
+  if (kind == kWgTf32) return double(__uint_as_float(sepemu::ld32(e) & 0xffffe000u));
   const uint16_t bits = sepemu::ld16(e);
-  return bf16 ? double(sepemu::bf16_bits_to_float(bits)) : double(sepemu::half_bits_to_float(bits));
+  return kind == kWgBf16 ? double(sepemu::bf16_bits_to_float(bits))
+                         : double(sepemu::half_bits_to_float(bits));
 }
 
-// The products of one m64nNk16 for this thread's fragment (rows 16 w + g (+8), columns 8 j + 2 q
-// (+1); w = warp in the warpgroup, g = lane / 4, q = lane % 4), in fragment order.
-inline std::vector<double> wg_products(uint64_t da, uint64_t db, int n, bool bf16) {
+// The products of one m64nNkK (K = 32 bytes of operand: 16 or 8 elements) for this thread's
+// fragment (rows 16 w + g (+8), columns 8 j + 2 q (+1); w = warp in the warpgroup, g = lane / 4,
+// q = lane % 4), in fragment order.
+inline std::vector<double> wg_products(uint64_t da, uint64_t db, int n, int kind) {
   const int t = int(threadIdx.x % 128u);
   const int w = t / 32, g = (t % 32) / 4, q = t % 4;
+  const int kk = 32 / wg_elem_bytes(kind);
   std::vector<double> out(size_t(n / 2));
   for (int j = 0; j < n / 8; ++j)
     for (int h = 0; h < 2; ++h)
       for (int e = 0; e < 2; ++e) {
         const int row = 16 * w + g + 8 * h, col = 8 * j + 2 * q + e;
         double s = 0.0;
-        for (int k = 0; k < 16; ++k) s += wg_operand(da, row, k, bf16) * wg_operand(db, col, k, bf16);
+        for (int k = 0; k < kk; ++k) s += wg_operand(da, row, k, kind) * wg_operand(db, col, k, kind);
         out[size_t(4 * j + 2 * h + e)] = s;
       }
   return out;
@@ -422,9 +432,11 @@ inline std::vector<double> wg_products(uint64_t da, uint64_t db, int n, bool bf1
 template <typename Tm, int N>
 struct Wgmma {
   static void mma(float (&d)[N / 2], uint64_t da, uint64_t db) {
-    constexpr bool kBf16 = std::is_same_v<Tm, __nv_bfloat16>;
+    constexpr int kKind = std::is_same_v<Tm, __nv_bfloat16> ? kWgBf16
+                          : std::is_same_v<Tm, __half>      ? kWgF16
+                                                            : kWgTf32;
     sepemu::tl_wg_pending.push_back(
-        {d, da, db, N, kBf16, wg_products(da, db, N, kBf16), sepemu::tl_wg_commits});
+        {d, da, db, N, kKind, wg_products(da, db, N, kKind), sepemu::tl_wg_commits});
   }
 };
 
@@ -437,7 +449,7 @@ inline void wg_wait(float (&)[N]) {
       keep.push_back(w);
       continue;
     }
-    const std::vector<double> now = wg_products(w.da, w.db, w.n, w.bf16);
+    const std::vector<double> now = wg_products(w.da, w.db, w.n, w.kind);
     for (size_t i = 0; i < now.size(); ++i) {
       SEP_EMU_CHECK(now[i] == w.at_issue[i] || (std::isnan(now[i]) && std::isnan(w.at_issue[i])),
                     "wgmma operands changed between issue and wait");

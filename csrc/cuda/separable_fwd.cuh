@@ -76,7 +76,7 @@ struct FwdTile {
   static constexpr int kNT = WN / 8;  // n8 MMA tiles per warp
   using Tacc = typename AccOf<Tx>::type;
   static constexpr bool kSimt = kGemm == kGemmSimt;
-  static constexpr bool kTf32 = kGemm == kGemmTf32;
+  static constexpr bool kTf32 = kGemm == kGemmTf32 || (kGemm == kGemmWg && sizeof(Tm) == 4);
   static constexpr bool kWg = kGemm == kGemmWg;
   static constexpr int kWgRows = BM / 2;      // wgmma: rows per warpgroup
   static constexpr int kWgMB = kWgRows / 64;  // wgmma: m64 blocks per warpgroup
@@ -115,9 +115,9 @@ struct FwdTile {
                 "mma16 tiles: 8 warps of 64 x WN");
   static_assert(kGemm != kGemmTf32 || (BK % 8 == 0 && BM % 64 == 0 && BN * BM == 8 * 64 * WN),
                 "tf32 tiles: 8 warps of 64 x WN");
-  static_assert(!kWg || (sizeof(Tm) == 2 && BK == 64 && WN == 64 && (BM == 128 || BM == 256) &&
+  static_assert(!kWg || (BK * sizeof(Tm) == 128 && WN == 64 && (BM == 128 || BM == 256) &&
                          (BN == 64 || BN == 128) && kAccRegs <= 128),
-                "wgmma tiles: two warpgroups of (BM / 2) x BN, BN 64 or 128, BK 64");
+                "wgmma tiles: two warpgroups of (BM / 2) x BN, BK = one 128-byte row");
   static_assert(WN == 32 || WN == 64, "");
   static_assert(!kSimt || ((BM / 16) % 4 == 0 && (BN / 16) % 4 == 0), "simt thread tile in 4s");
   static_assert(BN % kItemT == 0, "BN must be a multiple of the depthwise item width");
@@ -178,18 +178,20 @@ __device__ __forceinline__ void store16(T* dst, const uint32_t (&w)[4]) {
 
 // wgmma: warpgroup wn issues the products of one BK chunk, W rows [wn BM / 2, (wn + 1) BM / 2)
 // times h^T (both swizzled, K-major), into its accumulators asynchronously (one commit group); the
-// caller waits. A k16 step starts 32 bytes further into the rows: +2 in the descriptor's address field.
+// caller waits. A k step starts 32 bytes further into the rows: +2 in the descriptor's address field.
+// A k step (k16 for 16-bit operands, k8 for tf32) is always 32 bytes of a 128-byte row.
 template <typename Tm, int BM, int BN, int BK>
 __device__ __forceinline__ void wg_gemm_chunk(float* acc, const Tm* wsb, const Tm* hsb, int wn) {
   constexpr int kRows = BM / 2, kMB = kRows / 64;
+  constexpr int kSteps = BK * static_cast<int>(sizeof(Tm)) / 32;
   const uint64_t db0 = wg_desc(hsb);
   const uint64_t da0 = wg_desc(wsb + wn * kRows * BK);
   wg_fence();
 #pragma unroll
-  for (int kk = 0; kk < BK / 16; ++kk) {
+  for (int kk = 0; kk < kSteps; ++kk) {
 #pragma unroll
     for (int mi = 0; mi < kMB; ++mi) {
-      const uint64_t da = da0 + static_cast<uint64_t>(mi * 64 * BK * 2 / 16 + 2 * kk);
+      const uint64_t da = da0 + static_cast<uint64_t>(mi * 64 * 128 / 16 + 2 * kk);
       Wgmma<Tm, BN>::mma(*reinterpret_cast<float(*)[BN / 2]>(acc + mi * (BN / 2)), da,
                          db0 + static_cast<uint64_t>(2 * kk));
     }
@@ -213,7 +215,7 @@ __device__ __forceinline__ void wg_store_tile(const FwdParams& p, float* acc,
   Tx* yb = static_cast<Tx*>(p.y) + b * p.ysb;
   auto row_of = [&](int i, int h) { return wn * kRows + i * 64 + wm * 16 + g8 + h * 8; };
   auto idx_of = [&](int i, int jn, int h) { return i * (BN / 2) + jn * 4 + 2 * h; };
-  if (p.y_vec8 && mvalid == BM && nvalid == BN) {
+  if (sizeof(Tx) == 2 && p.y_vec8 && mvalid == BM && nvalid == BN) {
     // Full tile of 16-byte-aligned channel-first y: lanes of a quad hold columns 2q, 2q + 1 of
     // each n8 tile; a 4 x 4 transpose of packed pairs over the quad gives lane q the 8
     // consecutive columns of tile 4 G + q, stored with one 16-byte store (whole 32-byte sectors)
@@ -230,7 +232,7 @@ __device__ __forceinline__ void wg_store_tile(const FwdParams& p, float* acc,
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             const int idx = idx_of(i, 4 * G + j, h);
-            w[j] = pack2<Tx>(acc[idx] + bm, acc[idx + 1] + bm);
+            if constexpr (sizeof(Tx) == 2) w[j] = pack2<Tx>(acc[idx] + bm, acc[idx + 1] + bm);
           }
           quad_transpose(w, tq);
           store16(yrow + G * 32, w);
@@ -734,17 +736,18 @@ struct PrepParams {
   int cout, cin, cout_pad, cin_pad, K, kp;
   int transpose_w;
   int identity_dw;
-  int ws_tiles;  // warp-specialised kernel: W as pre-swizzled (BM x 64) tiles (ws_w_index)
+  int ws_tiles;  // warp-specialised kernel: W as pre-swizzled tiles of this many columns (ws_w_index)
 };
 
-// Where the warp-specialised kernel's W element (o, c) lives: tile (o / kWsBM, c / 64) is one
-// contiguous block of kWsBM rows x 64 channels in the 128-byte swizzle (one bulk copy lands it as
-// the wgmma operand), tiles ordered by Cout tile, then channel chunk.
+// Where the warp-specialised kernel's W element (o, c) lives: tile (o / kWsBM, c / cols) is one
+// contiguous block of kWsBM rows x cols channels (one 128-byte row: 64 16-bit or 32 tf32 values)
+// in the 128-byte swizzle (one bulk copy lands it as the wgmma operand), tiles ordered by Cout
+// tile, then channel chunk.
 constexpr int kWsBM = 128;
-__device__ __forceinline__ int64_t ws_w_index(int o, int c, int cin_pad) {
-  const int r = o % kWsBM, cc = c % 64;
-  const int64_t tile = static_cast<int64_t>(o / kWsBM) * (cin_pad / 64) + c / 64;
-  return (tile * kWsBM + r) * 64 + ((((cc >> 3) ^ (r & 7)) << 3) | (cc & 7));
+__device__ __forceinline__ int64_t ws_w_index(int o, int c, int cin_pad, int cols) {
+  const int r = o % kWsBM, cc = c % cols, epc = cols / 8;  // elements per 16-byte chunk
+  const int64_t tile = static_cast<int64_t>(o / kWsBM) * (cin_pad / cols) + c / cols;
+  return (tile * kWsBM + r) * cols + ((cc / epc) ^ (r & 7)) * epc + cc % epc;
 }
 
 template <typename Tw, typename Tm, typename Tacc, bool kTf32>
@@ -766,7 +769,7 @@ __global__ void sep_prep_kernel(const PrepParams p) {
       }
       Tacc v = Tacc(0);
       if (o < p.cout && c < p.cin) v = widen<Tacc>(pw[o * p.pw_so + c * p.pw_sc]);
-      static_cast<Tm*>(p.wp)[p.ws_tiles ? ws_w_index(o, c, p.cin_pad) : idx] =
+      static_cast<Tm*>(p.wp)[p.ws_tiles ? ws_w_index(o, c, p.cin_pad, p.ws_tiles) : idx] =
           narrow_to<Tm, kTf32>(v);
     } else {
       const int64_t i = idx - n_w;

@@ -1,4 +1,4 @@
-// Warp-specialised fused separable forward for sm_90a (16-bit x, wgmma). The uniform wgmma kernel
+// Warp-specialised fused separable forward for sm_90a (wgmma: bf16 / fp16 x, or float32 x on TF32). The uniform wgmma kernel
 // (separable_fwd.cuh) runs staging, depthwise, GEMM issue and epilogue in the same 8 warps, one
 // block per SM: its issue slots were 29% busy and the tensor pipe 15% active, the warps mostly
 // waiting on one phase or another. Here the depthwise has its own warps, handing h chunks to the
@@ -39,14 +39,20 @@ constexpr int kWsThreads = kWsConsumers + kWsProducers;
 constexpr int kWsConsumerRegs = 168;
 constexpr int kWsProducerRegs = 88;
 
+// GEMM operand type: x's own 16-bit type, or float (tf32-rounded) for float32 x with TF32 allowed.
+// BK is one 128-byte row: 64 16-bit or 32 tf32 channels.
+template <typename Tx>
+using WsOperand = std::conditional_t<sizeof(Tx) == 2, Tx, float>;
 template <typename Tx, int BN>
-using WsTile = FwdTile<Tx, Tx, kGemmWg, kWsBM, BN, 64, 64>;
+using WsTile =
+    FwdTile<Tx, WsOperand<Tx>, kGemmWg, kWsBM, BN, 128 / static_cast<int>(sizeof(WsOperand<Tx>)), 64>;
 
 template <typename Tx, int BN, bool kXcl>
 __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdParams p) {
   using Tile = WsTile<Tx, BN>;
+  using Tm = WsOperand<Tx>;
   constexpr int BM = Tile::BM, BK = Tile::BK;
-  using Dw = DwStage<Tx, Tx, false, BK, BN, Tile::HP, kXcl, Tile::kItemT, true, kWsProducers>;
+  using Dw = DwStage<Tx, Tm, Tile::kTf32, BK, BN, Tile::HP, kXcl, Tile::kItemT, true, kWsProducers>;
 
   SEP_DYNAMIC_SMEM(smem_raw);
   // wgmma's swizzle atoms need 1024-byte-aligned buffers: the plan adds 1024 bytes of slack.
@@ -73,7 +79,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
   const int n_chunks = p.cin_pad / BK;
   if (worker >= p.n_items || passes <= 0 || n_chunks == 0) return;
   auto h_slot_ptr = [&](int s) {
-    return reinterpret_cast<Tx*>(smem + opaque(p.sm_h + s * p.h_bytes));
+    return reinterpret_cast<Tm*>(smem + opaque(p.sm_h + s * p.h_bytes));
   };
 
   // ---- depthwise producer -----------------------------------------------------------------------
@@ -117,11 +123,12 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
       };
       // The common kernel sizes with the taps unrolled at compile time (the depthwise bounds
       // this kernel: these warps must keep up with the tensor cores).
-      switch (!kXcl && p.dw.mode == kModeVec ? p.dw.K : 0) {
-        case 3: depthwise(std::integral_constant<int, kXcl ? 0 : 3>{}); break;
-        case 5: depthwise(std::integral_constant<int, kXcl ? 0 : 5>{}); break;
-        case 7: depthwise(std::integral_constant<int, kXcl ? 0 : 7>{}); break;
-        case 9: depthwise(std::integral_constant<int, kXcl ? 0 : 9>{}); break;
+      constexpr bool kUnroll = !kXcl && sizeof(Tx) == 2;  // dw_item_vec_k: 16-bit x
+      switch (kUnroll && p.dw.mode == kModeVec ? p.dw.K : 0) {
+        case 3: depthwise(std::integral_constant<int, kUnroll ? 3 : 0>{}); break;
+        case 5: depthwise(std::integral_constant<int, kUnroll ? 5 : 0>{}); break;
+        case 7: depthwise(std::integral_constant<int, kUnroll ? 7 : 0>{}); break;
+        case 9: depthwise(std::integral_constant<int, kUnroll ? 9 : 0>{}); break;
         default: depthwise(std::integral_constant<int, 0>{}); break;
       }
       // h stores (generic proxy) before the wgmma reads (async proxy); the warp's stores are
@@ -162,20 +169,20 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
       }
     }
   };
-  auto gemm = [&](const Tx* wsb, const Tx* hsb) {
-    wg_gemm_chunk<Tx, BM, BN, BK>(acc, wsb, hsb, wn);
+  auto gemm = [&](const Tm* wsb, const Tm* hsb) {
+    wg_gemm_chunk<Tm, BM, BN, BK>(acc, wsb, hsb, wn);
   };
   // W: this warpgroup's half (rows [64 wn, 64 wn + 64), contiguous in a tile) of the tile of each
   // step, w_stages steps ahead. load_w(stage) loads the next step not yet loaded into `stage`.
-  constexpr uint32_t kHalfBytes = (BM / 2) * BK * sizeof(Tx);
+  constexpr uint32_t kHalfBytes = (BM / 2) * BK * sizeof(Tm);
   uint64_t* w_full_wg = w_full + wn * S;
   const bool w_issuer = (tid & 127) == 0;
-  const Tx* wp = static_cast<const Tx*>(p.wp) + wn * (BM / 2) * BK;
+  const Tm* wp = static_cast<const Tm*>(p.wp) + wn * (BM / 2) * BK;
   int ld_item = worker, ld_ps = 0, ld_k = 0;  // the next step to load
   auto load_w = [&](int stage) {
     if (ld_item >= p.n_items) return;
     if (w_issuer) {
-      const Tx* src = wp + (static_cast<int64_t>(mt0 + ld_ps) * n_chunks + ld_k) * (BM * BK);
+      const Tm* src = wp + (static_cast<int64_t>(mt0 + ld_ps) * n_chunks + ld_k) * (BM * BK);
       mbar_arrive_expect_tx(w_full_wg + stage, kHalfBytes);
       bulk_copy_to_shared(smem + p.sm_w[0] + stage * p.w_bytes + wn * kHalfBytes, src, kHalfBytes,
                           w_full_wg + stage);
@@ -213,7 +220,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
       for (int k = 0; k < n_chunks; ++k) {
         mbar_wait(h_full + hs, h_round & 1);
         mbar_wait(w_full_wg + ws, w_round & 1);
-        gemm(reinterpret_cast<const Tx*>(smem + opaque(p.sm_w[0] + ws * p.w_bytes)),
+        gemm(reinterpret_cast<const Tm*>(smem + opaque(p.sm_w[0] + ws * p.w_bytes)),
              h_slot_ptr(hs));
         wg_wait<1>(acc);  // the products of the previous step are done
         if (prev_w >= 0) release(prev_w, prev_h, prev_last);

@@ -285,7 +285,7 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   return out.blocks <= std::numeric_limits<int32_t>::max();
 }
 
-// The warp-specialised forward (sep_fwd_ws_kernel, 16-bit x on sm_90a): the item split, Cout
+// The warp-specialised forward (sep_fwd_ws_kernel on sm_90a: 16-bit x, or float32 x on TF32): the item split, Cout
 // groups, x staging and workspace of the uniform wgmma kernel's shared-h plan, with its own
 // shared memory: [W ring of w_stages pre-swizzled 16 KB tiles][xs x2][dws x2][h ring][mbarriers].
 // As many h slots as fit up to 2 n_chunks (spare slots are the producer's lead into the next item;
@@ -296,7 +296,8 @@ template <typename Tx, int BN, bool kXcl>
 bool plan_fwd_ws(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64_t ysc,
                  int64_t ysl, const DevCaps& caps, FwdPlan& out) {
   using Tile = WsTile<Tx, BN>;
-  if (!plan_fwd<Tx, Tx, kGemmWg, Tile::BM, BN, Tile::BK, Tile::WN, kXcl>(
+  using Tm = WsOperand<Tx>;
+  if (!plan_fwd<Tx, Tm, kGemmWg, Tile::BM, BN, Tile::BK, Tile::WN, kXcl>(
           g, x, y, ysb, ysc, ysl, caps, WPlace::kSharedOnly, out)) {
     return false;
   }
@@ -306,8 +307,8 @@ bool plan_fwd_ws(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, in
   auto al = [](int64_t bytes) { return round_up(bytes, 1024); };
   FwdParams& p = out.p;
   const int64_t n_chunks = p.cin_pad / Tile::BK;
-  const int64_t h_bytes = al(static_cast<int64_t>(Tile::H_ELEMS) * sizeof(Tx));
-  const int64_t w_tile = static_cast<int64_t>(Tile::BM) * Tile::BK * sizeof(Tx);
+  const int64_t h_bytes = al(static_cast<int64_t>(Tile::H_ELEMS) * sizeof(Tm));
+  const int64_t w_tile = static_cast<int64_t>(Tile::BM) * Tile::BK * sizeof(Tm);
   const int64_t limit = caps.smem_optin - 1024;  // 1024 bytes to align the base
   const int64_t fixed = 2 * al(xs_bytes) + 2 * al(dws_bytes);
   auto slots_for = [&](int64_t s) {  // most h slots (<= 2 n_chunks) next to s W stages, or 0
@@ -345,7 +346,7 @@ bool plan_fwd_ws(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, in
   p.sm_bar = place(8 * (2 * stages + 2 * slots));
   if (off > limit) return false;
   out.smem = off + 1024;
-  out.pp.ws_tiles = 1;
+  out.pp.ws_tiles = Tile::BK;
   return true;
 }
 

@@ -155,24 +155,25 @@ __device__ __forceinline__ void named_bar_sync(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
-// D[64 x N] += A[64 x 16] * B[16 x N] for one warpgroup (fp32 accumulators, fragment layout of
-// m64nNk16: thread t of the warpgroup holds rows 16 * (t / 32) + (t % 32) / 4 (+ 8), columns
+// D[64 x N] += A[64 x k] * B[k x N] for one warpgroup (k = 16 for bf16 / fp16, 8 for tf32; fp32
+// accumulators, fragment layout of m64nNk16 / m64nNk8: thread t of the warpgroup holds rows 16 * (t / 32) + (t % 32) / 4 (+ 8), columns
 // 8 j + 2 (t % 4) (+ 1) in d[4 j + {0, 1}] (+ 8 rows: d[4 j + {2, 3}])).
 template <typename Tm, int N>
 struct Wgmma;
 
 #if SEP_WGMMA_OK
-// The asm of one m64n128k16 with fp32 accumulators d[0..63]; TY: the PTX input type.
-#define SEP_WGMMA_M64N128K16(TY)                                                \
+// The asm of one m64n128 (k16 or k8) with fp32 accumulators d[0..63]; TY: the PTX input type,
+// SHAPE the k extent, IMM the trailing immediates after the scale operands.
+#define SEP_WGMMA_M64N128(TY, SHAPE, IMM)                                       \
     asm volatile( \
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " " \
+        "wgmma.mma_async.sync.aligned.m64n128" SHAPE ".f32." TY "." TY " " \
         "{" \
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
         "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
         "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
-        "}, %64, %65, p, 1, 1, 0, 0;\n}\n" \
+        "}, %64, %65, p, 1, 1" IMM ";\n}\n" \
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
           "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
@@ -183,35 +184,39 @@ struct Wgmma;
           "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
         : "l"(da), "l"(db), "r"(1))
 
-// The same for m64n64k16 (accumulators d[0..31]).
-#define SEP_WGMMA_M64N64K16(TY)                                                  \
+// The same for m64n64 (accumulators d[0..31]).
+#define SEP_WGMMA_M64N64(TY, SHAPE, IMM)                                         \
     asm volatile( \
         "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " \
+        "wgmma.mma_async.sync.aligned.m64n64" SHAPE ".f32." TY "." TY " " \
         "{" \
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
-        "}, %32, %33, p, 1, 1, 0, 0;\n}\n" \
+        "}, %32, %33, p, 1, 1" IMM ";\n}\n" \
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
           "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
           "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
         : "l"(da), "l"(db), "r"(1))
 
-#define SEP_WGMMA_SPEC(T, TY, N, ASM)                                                    \
+// 16-bit inputs: k16, with the two transpose immediates (0: both K-major); tf32: k8, K-major
+// only (no transpose immediates).
+#define SEP_WGMMA_SPEC(T, TY, N, ASM, SHAPE, IMM)                                        \
   template <>                                                                            \
   struct Wgmma<T, N> {                                                                   \
     __device__ __forceinline__ static void mma(float (&d)[N / 2], uint64_t da, uint64_t db) { \
-      ASM(TY);                                                                           \
+      ASM(TY, SHAPE, IMM);                                                               \
     }                                                                                    \
   };
-SEP_WGMMA_SPEC(__nv_bfloat16, "bf16", 128, SEP_WGMMA_M64N128K16)
-SEP_WGMMA_SPEC(__half, "f16", 128, SEP_WGMMA_M64N128K16)
-SEP_WGMMA_SPEC(__nv_bfloat16, "bf16", 64, SEP_WGMMA_M64N64K16)
-SEP_WGMMA_SPEC(__half, "f16", 64, SEP_WGMMA_M64N64K16)
+SEP_WGMMA_SPEC(__nv_bfloat16, "bf16", 128, SEP_WGMMA_M64N128, "k16", ", 0, 0")
+SEP_WGMMA_SPEC(__half, "f16", 128, SEP_WGMMA_M64N128, "k16", ", 0, 0")
+SEP_WGMMA_SPEC(float, "tf32", 128, SEP_WGMMA_M64N128, "k8", "")
+SEP_WGMMA_SPEC(__nv_bfloat16, "bf16", 64, SEP_WGMMA_M64N64, "k16", ", 0, 0")
+SEP_WGMMA_SPEC(__half, "f16", 64, SEP_WGMMA_M64N64, "k16", ", 0, 0")
+SEP_WGMMA_SPEC(float, "tf32", 64, SEP_WGMMA_M64N64, "k8", "")
 #undef SEP_WGMMA_SPEC
-#undef SEP_WGMMA_M64N128K16
-#undef SEP_WGMMA_M64N64K16
+#undef SEP_WGMMA_M64N128
+#undef SEP_WGMMA_M64N64
 #else
 template <typename Tm, int N>
 struct Wgmma {

@@ -280,10 +280,11 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
   Buf ws(plan.ws_bytes);
   bind_fwd_workspace(plan, ws.p, P.pw.data(), c.Cin, 1, c.pwb ? P.pwb.data() : nullptr,
                      P.dw.data(), c.dwb ? P.dwb.data() : nullptr, false);
-  sepemu::launch(sep_prep_kernel<Tw, Tx, float, false>, plan.prep_blocks, 256, 0, plan.pp);
+  using Tm = WsOperand<Tx>;
+  sepemu::launch(sep_prep_kernel<Tw, Tm, float, sizeof(Tm) == 4>, plan.prep_blocks, 256, 0, plan.pp);
   sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl>, plan.blocks, kWsThreads, size_t(plan.smem),
                  plan.p);
-  check_fwd<Tx, Tw, kGemmWg>(P, y, kXcl, plan, caps,
+  check_fwd<Tx, Tw, sizeof(Tm) == 4 ? kGemmTf32 : kGemmWg>(P, y, kXcl, plan, caps,
                              "wgmma-ws 128x" + std::to_string(BN) + " stages" +
                                  std::to_string(plan.p.w_stages) + " hslots" +
                                  std::to_string(plan.p.h_slots));
@@ -429,7 +430,7 @@ void fwd_all(Problem<Tx, Tw>& P, const DevCaps& caps) {
       run_fwd<Tx, Tw, Tx, kGemmWg, 128, 64, 64, 64, kXcl>(P, caps, place, "wgmma 128x64");
     }
   }
-  if constexpr (sizeof(Tx) == 2) {
+  if constexpr (sizeof(Tx) <= 4) {  // 16-bit, or float32 on TF32
     run_fwd_ws<Tx, Tw, 128, kXcl>(P, caps);
     run_fwd_ws<Tx, Tw, 64, kXcl>(P, caps);
   }
