@@ -508,6 +508,11 @@ int main(int argc, char** argv) {
       {4, {1, 32, 260, 700, 5, 1, 1, 2, 2, false, 0, true, true, 24}},
       {2, {2, 48, 300, 600, 3, 1, 1, 0, 2, false, 0, true, true, 25}},
       {0, {2, 64, 256, 512, 9, 1, 1, 4, 4, false, 0, true, true, 26}},   // full tiles: unchecked pair stores
+      // The warp-specialised kernel on TF32 (2 and 5 SMs: shared-h plans), word-staged 16-bit rows.
+      {4, {2, 70, 260, 300, 9, 1, 1, 4, 4, false, 0, true, true, 27}},   // TF32, CF
+      {0, {2, 96, 260, 301, 9, 1, 1, 4, 4, false, 1, true, true, 28}},  // odd L, misaligned: pairs
+      {2, {2, 45, 130, 250, 5, 2, 1, 2, 2, true, 0, true, true, 29}},    // fp16 CL stride 2
+      {4, {2, 33, 260, 250, 5, 1, 2, 4, 4, true, 1, true, true, 30}},    // TF32, CL, dilation 2
   };
   std::mt19937_64 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
