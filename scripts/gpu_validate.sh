@@ -9,7 +9,8 @@
 # Stages: build     pip install -e . for this GPU's arch (TORCH_CUDA_ARCH_LIST, default 9.0)
 #         test      the GPU half of the pytest suite (the CPU half runs in CI)
 #         cputest   the whole suite, CPU cases included
-#         sanitize  compute-sanitizer memcheck + racecheck over a focused GPU subset
+#         sanitize  compute-sanitizer memcheck + racecheck over a focused GPU subset, and racecheck of
+#                   the warp-specialised separable kernel (scripts/separable_race.py)
 #         bench     python -m sepconv1d.bench, JSON into $OUT
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -63,7 +64,9 @@ for stage in "$@"; do
         -p no:cacheprovider -k "$subset"
       run racecheck compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 \
         "$PY" -P -m pytest tests/test_depthwise.py tests/test_separable.py -q -x -p no:cacheprovider \
-        -k "cuda and (odd_channel or only_requested or (half_forward_kernels and bfloat16) or tf32_forward_kernels)"
+        -k "cuda and (odd_channel or only_requested or (half_forward_kernels and bfloat16))"
+      run racecheck_ws compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 \
+        "$PY" -P scripts/separable_race.py
       ;;
     bench)
       run bench "$PY" -P -m sepconv1d.bench --budget-s "${BENCH_BUDGET_S:-200}" --out "$OUT/bench.json"
