@@ -152,6 +152,22 @@ def _batch_for_one_group(out_length: int) -> int:
     return min(64, max(2, -(-100 * 128 // max(out_length, 1))))
 
 
+def _check_forward_cases(cases, dtype, device, tolerance):
+    """The fused forward against float64 for (cin, cout, K, L, stride, dilation, layout) cases:
+    'same'-style padding (given explicitly, so stride 2 works too), both biases, output poisoned."""
+    for cin, cout, kernel_size, length, stride, dilation, layout in cases:
+        x = make_activation(_batch_for_one_group(length // stride), cin, length, dtype, device, layout)
+        dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, dtype, device, True, True)
+        pads = resolve_padding("same", kernel_size, 1, dilation)
+        ref = reference_separable(x, dw, dwb, pw, pwb, stride, *pads, dilation)
+        poison_allocator(device, ref.numel() * x.element_size())
+        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, stride=stride, padding=pads,
+                                         dilation=dilation)
+        assert_close_to_reference(out, ref, tolerance,
+                                  f"{cin}->{cout} K={kernel_size} L={length} s={stride} "
+                                  f"d={dilation} {layout}")
+
+
 @pytest.mark.parametrize("kernel_choice", ["1", "uniform", "0"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel_choice):
@@ -167,17 +183,7 @@ def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel
              (64, 130, 1, 129, 1, 1, "contiguous"), (200, 300, 5, 4100, 1, 2, "channels_last"),
              (1030, 260, 11, 301, 1, 1, "contiguous"), (1024, 1024, 7, 250, 1, 1, "channels_last"),
              (256, 640, 5, 3001, 2, 1, "contiguous"), (2048, 384, 3, 517, 1, 1, "contiguous")]
-    for cin, cout, kernel_size, length, stride, dilation, layout in cases:
-        x = make_activation(_batch_for_one_group(length // stride), cin, length, dtype, device, layout)
-        dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, dtype, device, True, True)
-        pads = resolve_padding("same", kernel_size, 1, dilation)  # explicit: also for stride 2
-        ref = reference_separable(x, dw, dwb, pw, pwb, stride, *pads, dilation)
-        poison_allocator(device, ref.numel() * x.element_size())
-        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, stride=stride, padding=pads,
-                                         dilation=dilation)
-        assert_close_to_reference(out, ref, tolerance_for(dtype),
-                                  f"{cin}->{cout} K={kernel_size} L={length} s={stride} "
-                                  f"d={dilation} {layout}")
+    _check_forward_cases(cases, dtype, device, tolerance_for(dtype))
 
 
 @pytest.mark.parametrize("kernel_choice", ["1", "0"])
@@ -192,18 +198,7 @@ def test_tf32_forward_kernels_match_reference(device, monkeypatch, kernel_choice
     cases = [(100, 257, 9, 1031, 1, 1, "contiguous"), (256, 512, 31, 700, 1, 1, "channels_last"),
              (200, 300, 5, 4100, 1, 2, "channels_last"), (1030, 260, 11, 301, 1, 1, "contiguous"),
              (256, 640, 5, 3001, 2, 1, "contiguous"), (512, 1536, 7, 517, 1, 1, "contiguous")]
-    for cin, cout, kernel_size, length, stride, dilation, layout in cases:
-        x = make_activation(_batch_for_one_group(length // stride), cin, length, torch.float32, device,
-                            layout)
-        dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, torch.float32, device, True, True)
-        pads = resolve_padding("same", kernel_size, 1, dilation)  # explicit: also for stride 2
-        ref = reference_separable(x, dw, dwb, pw, pwb, stride, *pads, dilation)
-        poison_allocator(device, ref.numel() * x.element_size())
-        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, stride=stride, padding=pads,
-                                         dilation=dilation)
-        assert_close_to_reference(out, ref, TF32_TOLERANCE,
-                                  f"{cin}->{cout} K={kernel_size} L={length} s={stride} "
-                                  f"d={dilation} {layout}")
+    _check_forward_cases(cases, torch.float32, device, TF32_TOLERANCE)
 
 
 def test_wgmma_kernel_runs_on_sm90(device):
