@@ -190,14 +190,16 @@ def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel
 def test_tf32_forward_kernels_match_reference(device, monkeypatch, kernel_choice):
     """float32 x with TF32 allowed: on compute capability 9.0 the warp-specialised wgmma kernel
     (tf32 operands) serves Cout > 128, SEPCONV1D_WGMMA=0 selects the mma.sync TF32 kernel. Odd
-    Cin/Cout, ragged tiles, stride 2, dilation 2, both layouts, TF32-level error against float64."""
+    Cin/Cout, ragged tiles, stride 2, dilation 2, both layouts, K = 3, 5, 7, 9 on channel-first rows
+    (the producers' compile-time taps) and others, TF32-level error against float64."""
     if device != "cuda":
         pytest.skip("CUDA kernel selection")
     torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py
     monkeypatch.setenv("SEPCONV1D_WGMMA", kernel_choice)
     cases = [(100, 257, 9, 1031, 1, 1, "contiguous"), (256, 512, 31, 700, 1, 1, "channels_last"),
              (200, 300, 5, 4100, 1, 2, "channels_last"), (1030, 260, 11, 301, 1, 1, "contiguous"),
-             (256, 640, 5, 3001, 2, 1, "contiguous"), (512, 1536, 7, 517, 1, 1, "contiguous")]
+             (256, 640, 5, 3001, 2, 1, "contiguous"), (512, 1536, 7, 517, 1, 1, "contiguous"),
+             (130, 260, 3, 2048, 1, 1, "contiguous"), (64, 300, 5, 1000, 1, 1, "contiguous")]
     _check_forward_cases(cases, torch.float32, device, TF32_TOLERANCE)
 
 

@@ -61,23 +61,34 @@ void dispatch_dtypes(torch::headeronly::ScalarType x_dtype, torch::headeronly::S
                   torch::headeronly::toString(w_dtype), ")");
 }
 
+// Host and device: the separable kernels' producers pick their compiled sizes on the device.
+#if defined(__CUDACC__)
+#define SEPCONV1D_HOST_DEVICE __host__ __device__
+#else
+#define SEPCONV1D_HOST_DEVICE
+#endif
+
+// Calls f(std::integral_constant<int, K>{}) for the K in Ks equal to `value`, else with K = 0
+// ("read K at run time").
+template <int... Ks, typename F>
+SEPCONV1D_HOST_DEVICE void dispatch_int(int64_t value, F&& f) {
+  const bool hit = ((value == Ks ? (f(std::integral_constant<int, Ks>{}), true) : false) || ...);
+  if (!hit) f(std::integral_constant<int, 0>{});
+}
+
 // Kernel sizes compiled as constants: 3, 5 and 9 (speech and vocoder models, Hyena) and 4 (Mamba's
 // causal conv, where the run-time tap loop made the short-row kernel instruction-bound).
 // Everything else takes the generic path, K = 0 here meaning "read K at run time".
 template <typename F>
 void dispatch_kernel_size(int64_t kernel_size, F&& f) {
-  switch (kernel_size) {
-    case 3:
-      return f(std::integral_constant<int, 3>{});
-    case 4:
-      return f(std::integral_constant<int, 4>{});
-    case 5:
-      return f(std::integral_constant<int, 5>{});
-    case 9:
-      return f(std::integral_constant<int, 9>{});
-    default:
-      return f(std::integral_constant<int, 0>{});
-  }
+  dispatch_int<3, 4, 5, 9>(kernel_size, f);
+}
+
+// The fused separable forward's depthwise producers (warp-specialised kernel, channel-first rows):
+// the common odd sizes of depthwise-separable models, 3, 5, 7 (Vocos) and 9.
+template <typename F>
+SEPCONV1D_HOST_DEVICE void dispatch_producer_kernel_size(int64_t kernel_size, F&& f) {
+  dispatch_int<3, 5, 7, 9>(kernel_size, f);
 }
 
 }  // namespace sepconv1d

@@ -222,15 +222,16 @@ __device__ __forceinline__ void dw_item_vec(const Tx* row, const Tacc* wrow, int
   }
 }
 
-// kModeVec for a compile-time K (16-bit x, the warp-specialised producer's common sizes): the whole
-// window of TT + K - 1 elements is loaded and widened once, then K x TT FMAs with no per-tap
-// predicates (the run-time version makes rounds of kU taps and reloads the window per round).
-// Reads row[jb .. jb + OFF + TT + K + 5] (plan_dw sizes the rows for it).
+// kModeVec for a compile-time K (16-bit or float32 x, the warp-specialised producer's common
+// sizes): the whole window of TT + K - 1 elements is loaded and widened once, then K x TT FMAs with
+// no per-tap predicates (the run-time version makes rounds of kU taps and reloads the window per
+// round). Reads row[jb .. jb + OFF + TT + K + 5] (plan_dw sizes the rows for it).
 template <int OFF, int K, typename Tx, typename Tacc, int TT>
 __device__ __forceinline__ void dw_item_vec_k(const Tx* row, const Tacc* wrow, int jb,
                                               Tacc (&acc)[TT]) {
-  static_assert(sizeof(Tx) == 2 && sizeof(Tacc) == 4, "16-bit x, fp32 accumulation");
-  constexpr int kEpv = 8;
+  static_assert((sizeof(Tx) == 2 || sizeof(Tx) == 4) && sizeof(Tacc) == 4,
+                "16-bit or float32 x, fp32 accumulation");
+  constexpr int kEpv = 16 / static_cast<int>(sizeof(Tx));
   constexpr int kWin = TT + K - 1;
   constexpr int kNV = (OFF + kWin + kEpv - 1) / kEpv;
   const uint4* src = reinterpret_cast<const uint4*>(row + jb);

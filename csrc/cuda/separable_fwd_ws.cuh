@@ -24,6 +24,7 @@
 // tracked by ring position (a use count per wrap), so nothing divides in the loops.
 #pragma once
 
+#include "common/dispatch.h"
 #include "cuda/separable_fwd.cuh"
 #include "cuda/separable_wgmma.cuh"
 
@@ -123,13 +124,14 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
       };
       // The common kernel sizes with the taps unrolled at compile time (the depthwise bounds
       // this kernel: these warps must keep up with the tensor cores).
-      constexpr bool kUnroll = !kXcl && sizeof(Tx) == 2;  // dw_item_vec_k: 16-bit x
-      switch (kUnroll && p.dw.mode == kModeVec ? p.dw.K : 0) {
-        case 3: depthwise(std::integral_constant<int, kUnroll ? 3 : 0>{}); break;
-        case 5: depthwise(std::integral_constant<int, kUnroll ? 5 : 0>{}); break;
-        case 7: depthwise(std::integral_constant<int, kUnroll ? 7 : 0>{}); break;
-        case 9: depthwise(std::integral_constant<int, kUnroll ? 9 : 0>{}); break;
-        default: depthwise(std::integral_constant<int, 0>{}); break;
+      if constexpr (!kXcl) {
+        if (p.dw.mode == kModeVec) {
+          dispatch_producer_kernel_size(p.dw.K, depthwise);
+        } else {
+          depthwise(std::integral_constant<int, 0>{});
+        }
+      } else {
+        depthwise(std::integral_constant<int, 0>{});
       }
       // h stores (generic proxy) before the wgmma reads (async proxy); the warp's stores are
       // ordered before its arrival by the warp barrier.

@@ -513,6 +513,12 @@ int main(int argc, char** argv) {
       {0, {2, 96, 260, 301, 9, 1, 1, 4, 4, false, 1, true, true, 28}},  // odd L, misaligned: pairs
       {2, {2, 45, 130, 250, 5, 2, 1, 2, 2, true, 0, true, true, 29}},    // fp16 CL stride 2
       {4, {2, 33, 260, 250, 5, 1, 2, 4, 4, true, 1, true, true, 30}},    // TF32, CL, dilation 2
+      // TF32 producers with compile-time taps (K = 7, 3 on aligned channel-first rows: cases 20
+      // and 23, which get shared-h plans), and float32 weights under 16-bit x.
+      {4, {2, 64, 300, 260, 7, 1, 1, 3, 3, false, 0, true, true, 31}},
+      {3, {2, 72, 200, 270, 5, 1, 1, 2, 2, false, 0, true, true, 32}},
+      {1, {1, 64, 300, 190, 3, 1, 1, 1, 1, true, 0, true, false, 33}},
+      {4, {1, 40, 260, 333, 3, 1, 1, 1, 1, false, 0, false, true, 34}},
   };
   std::mt19937_64 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
