@@ -88,6 +88,25 @@ def depthwise_tables(cases: list[dict]) -> list[str]:
     return out
 
 
+def peer_gpu_table(cases: list[dict]) -> list[str]:
+    """Causal cases against causal-conv1d in GPU time alone (kernel durations, no host time)."""
+    rows = []
+    for r in cases:
+        dev = r.get("device_ms") or {}
+        if not dev.get("fwd"):
+            continue
+        row = [_name(r)]
+        for pname in ("fwd", "bwd"):
+            ours, peer = (dev.get(pname) or {}).get("ours"), (dev.get(pname) or {}).get(PEER)
+            row += [sig(ours * 1e3 if ours else None), sig(peer * 1e3 if peer else None),
+                    times(peer / ours if ours and peer else None)]
+        rows.append(row)
+    if not rows:
+        return []
+    header = ["case", "fwd µs", "causal-conv1d µs", "×", "bwd µs", "causal-conv1d µs", "×"]
+    return _table(header, rows, ["l", "r", "r", "r", "r", "r", "r"])
+
+
 def separable_tables(cases: list[dict]) -> list[str]:
     comp = _has(cases, "fwd", "compile")
     header = ["case", "fwd ms", "TFLOP/s", "% of roofline", "× eager"]
@@ -151,6 +170,13 @@ def markdown(result: dict, source: str | None = None, sections: tuple[str, ...] 
                 "% of copy = share of a device-to-device copy of the same bytes; backward = "
                 "dx, dweight, dbias).", ""]
         out += depthwise_tables(dw)
+        peer = peer_gpu_table(dw)
+        if peer:
+            out += ["", "Against causal-conv1d in GPU time alone (the kernels' durations from the profiler, "
+                    "both backwards through autograd): the table above includes host time wherever a call "
+                    "launches slower than its kernels run, as causal-conv1d's Python backward does on a "
+                    "slow host.", ""]
+            out += peer
     if sep_seed and "separable" in sections:
         out += ["", "**Depthwise-separable Conv1d** (fused depthwise + pointwise; roofline floor = "
                 "max(bytes ÷ copy bandwidth, FLOPs ÷ GEMM rate at that precision)).", ""]

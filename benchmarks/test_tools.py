@@ -70,6 +70,19 @@ def test_markdown_memory_and_failures():
     assert "(check failed)" in text and "failed the correctness check" in text
 
 
+def test_markdown_peer_gpu_time():
+    result = load(FIXTURE)
+    text = make_table.markdown(result)
+    assert "in GPU time alone" not in text  # no device_ms in the fixture: no table
+    rec = next(r for r in result["cases"] if r["kind"] == "depthwise")
+    rec["device_ms"] = {"fwd": {"ours": 0.0825, "causal_conv1d": 0.0834},
+                        "bwd": {"ours": 0.1292, "causal_conv1d": 0.1402}}
+    text = make_table.markdown(result)
+    assert "in GPU time alone" in text
+    row = next(ln for ln in text.splitlines() if ln.startswith("| ") and "| 129 | 140 |" in ln)
+    assert row.endswith("| 82.5 | 83.4 | 1.01× | 129 | 140 | 1.09× |"), row
+
+
 def test_update_between_markers(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("# t\n\n<!-- bench:begin -->\nold\n<!-- bench:end -->\n\nafter\n")

@@ -528,6 +528,25 @@ def rotating(fn: Callable, arg_sets: Sequence[tuple]) -> Callable[[], Any]:
     return call
 
 
+def kernel_ms(fn: Callable[[], Any], calls: int = 20) -> float:
+    """GPU time of one call in ms without its host time: the durations of the kernels (and
+    memsets / copies) that `calls` calls launch, from torch.profiler, summed and divided by calls."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    total_us = sum(e.time_range.elapsed_us() for e in prof.events()
+                   if e.device_type == torch.autograd.DeviceType.CUDA)
+    if total_us <= 0:
+        raise RuntimeError("the profiler recorded no GPU activity")
+    return total_us / calls / 1000.0
+
+
 def n_sets(set_bytes: int) -> int:
     return ROTATE_SETS if set_bytes < ROTATE_BELOW_BYTES else 1
 
@@ -909,6 +928,23 @@ class Runner:
                              (PEER, f_peer, run_peer)):
             if ok:
                 self._try_time(rec, "fwdbwd", name, lambda fn=fn: self._fwdbwd(fn, sets, (w, b)))
+
+        # Against the peer, also the GPU time alone: the sum of the kernels one call launches
+        # (profiler), both backwards through autograd on a held graph. The timings above include
+        # host time wherever a call's launches take longer than its kernels, as causal-conv1d's
+        # Python backward does on a slow host; this says which kernels are faster.
+        if run_peer and self.has("depthwise") and self.device.type == "cuda":
+            dev = rec["device_ms"] = {"fwd": {}, "bwd": {}, "method": "torch.profiler: kernel durations per call"}
+            for name, fn in (("ours", f_ours), (PEER, f_peer)):
+                for pname, make in (("fwd", lambda fn=fn: rotating(no_grad(fn), fwd_sets)),
+                                    ("bwd", lambda fn=fn: self._held_graph_backward(fn, sets, (w, b)))):
+                    if pname == "bwd" and not case.grad:
+                        continue
+                    try:
+                        dev[pname][name] = kernel_ms(make())
+                    except Exception as err:
+                        dev.setdefault("errors", {})[f"{pname} {name}"] = f"{type(err).__name__}: {_first_line(err)}"
+                        self._after_error(err)
         return rec
 
     @staticmethod
