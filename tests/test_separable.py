@@ -203,6 +203,26 @@ def test_tf32_forward_kernels_match_reference(device, monkeypatch, kernel_choice
     _check_forward_cases(cases, torch.float32, device, TF32_TOLERANCE)
 
 
+def test_tf32_backward_matches_reference(device):
+    """float32 with TF32 allowed, Cout = 1536 (Vocos-like): all five gradients against float64 at
+    TF32-level error. The backward's dh = pw^T dy runs the forward kernel with an identity
+    depthwise over 1536 input channels (too many for the warp-specialised kernel's shared ring: the
+    mma.sync TF32 kernel on H100/H200), d pw the fused pointwise-gradient kernel."""
+    torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py
+    x = make_activation(4, 200, 1000 if device == "cuda" else 100, torch.float32, device).requires_grad_(True)
+    dw, dwb, pw, pwb = (t.requires_grad_(True) for t in _weights(200, 1536, 7, torch.float32, device, True, True))
+    out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
+    grad_out = torch.randn(out.shape, dtype=torch.float64).to(device, torch.float32)
+    inputs = [x, dw, dwb, pw, pwb]
+    grads = torch.autograd.grad(out, inputs, grad_out)
+    fn = lambda a, b, c, d, e: unfolded_separable(a, b, c, d, e, 1, 3, 3, 1)  # noqa: E731
+    refs = reference_grads(fn, inputs, grad_out)
+    mags = reference_grad_magnitudes(fn, inputs, grad_out)
+    for name, got, ref, mag in zip(("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias"), grads, refs, mags,
+                                   strict=True):
+        assert_close_to_reference(got, ref, TF32_TOLERANCE, f"grad {name}", scale=mag)
+
+
 def test_wgmma_kernel_runs_on_sm90(device):
     """On compute capability 9.0 the seed-like bf16 forward must launch the warp-specialised wgmma
     kernel with BN 128 tiles: catches a build without sm_90a code or a plan that no longer fits."""

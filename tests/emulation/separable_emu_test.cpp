@@ -519,6 +519,9 @@ int main(int argc, char** argv) {
       {3, {2, 72, 200, 270, 5, 1, 1, 2, 2, false, 0, true, true, 32}},
       {1, {1, 64, 300, 190, 3, 1, 1, 1, 1, true, 0, true, false, 33}},
       {4, {1, 40, 260, 333, 3, 1, 1, 1, 1, false, 0, false, true, 34}},
+      // Large Cin (more input chunks than the shared h ring of the wgmma kernels holds).
+      {4, {1, 1100, 260, 70, 5, 1, 1, 2, 2, false, 0, true, true, 35}},
+      {0, {1, 1500, 200, 90, 3, 1, 1, 1, 1, true, 0, true, false, 36}},
   };
   std::mt19937_64 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
