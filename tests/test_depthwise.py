@@ -131,6 +131,22 @@ def test_larger_shapes(device, kernel_size, dtype, layout):
         assert_close_to_reference(out, reference_depthwise(x, weight, bias, 1, left, right, 1), tolerance_for(dtype))
 
 
+@pytest.mark.parametrize("kernel_size", [13, 63])
+def test_float32_long_kernels_aligned_rows(device, kernel_size):
+    """float32, run-time K, rows 16-byte aligned (L a multiple of 4, so the CUDA forward stages
+    whole 16-byte units): many tiles, a ragged last tile per row, window offsets 0-3 within a
+    vector, padding wider than the kernel on either side."""
+    channels, length = (300, 10000) if device == "cuda" else (6, 1000)
+    x = make_activation(4, channels, length, torch.float32, device)
+    weight, bias = _params(channels, kernel_size, torch.float32, device, True)
+    for padding in ("same", (5, 40), (kernel_size - 1, 0), (3, kernel_size + 7)):
+        left, right = resolve_padding(padding, kernel_size, 1, 1)
+        poison_allocator(device, x.numel() * x.element_size())
+        out = sepconv1d.depthwise_conv1d(x, weight, bias, padding=padding)
+        assert_close_to_reference(out, reference_depthwise(x, weight, bias, 1, left, right, 1), 2e-5,
+                                  f"K={kernel_size} padding={padding}")
+
+
 def test_output_layout_follows_input(device):
     x_cf = make_activation(2, 6, 40, torch.float32, device)
     x_cl = make_activation(2, 6, 40, torch.float32, device, "channels_last")
