@@ -97,7 +97,8 @@ def peer_gpu_table(cases: list[dict]) -> list[str]:
             continue
         row = [_name(r)]
         for pname in ("fwd", "bwd"):
-            ours, peer = (dev.get(pname) or {}).get("ours"), (dev.get(pname) or {}).get(PEER)
+            times_ms = dev.get(pname) or {}
+            ours, peer = times_ms.get("ours"), times_ms.get(PEER)
             row += [sig(ours * 1e3 if ours else None), sig(peer * 1e3 if peer else None),
                     times(peer / ours if ours and peer else None)]
         rows.append(row)

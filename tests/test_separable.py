@@ -76,6 +76,24 @@ def test_forward_matches_reference(device, kernel_size, layout, dtypes):
     assert checked > 0
 
 
+def _check_grads(inputs, grads, grad_out, stride, pads, dilation, tolerance, what):
+    """grads (those of the tensors among inputs = x, dw, dwb, pw, pwb, in order) against float64.
+    With half activations the GPU backward carries dh = pw^T dy in x's precision, as eager does,
+    and the weight gradients sum dh * x over B*L: each error is judged against the sum of |terms|,
+    not against a result that cancellation can make small. tolerance(t): tolerance for t's grad."""
+    fn = lambda a, b, c, d, e: unfolded_separable(a, b, c, d, e, stride, *pads, dilation)  # noqa: E731
+    refs = reference_grads(fn, inputs, grad_out)
+    mags = reference_grad_magnitudes(fn, inputs, grad_out)
+    got_grads = iter(grads)
+    for name, t, ref, mag in zip(("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias"), inputs, refs, mags,
+                                 strict=True):
+        if t is None:
+            continue
+        got = next(got_grads)
+        assert got.dtype == t.dtype, name
+        assert_close_to_reference(got, ref, tolerance(t), f"grad {name} {what}", scale=mag)
+
+
 @pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[1], DTYPES[4]], ids=dtype_pair_id)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("kernel_size", [1, 3, 4, 9, 31])
@@ -98,22 +116,10 @@ def test_backward_matches_reference(device, kernel_size, layout, dtypes):
         grad_out = torch.randn(out.shape, dtype=torch.float64).to(device, xdtype)
         inputs = [t for t in (x, dw, dwb, pw, pwb) if t is not None]
         poison_allocator(device, x.numel() * x.element_size())
-        grads = dict(zip([id(t) for t in inputs], torch.autograd.grad(out, inputs, grad_out), strict=True))
-        fn = lambda a, b, c, d, e: unfolded_separable(a, b, c, d, e, stride, *pads, dilation)  # noqa: E731
-        refs = reference_grads(fn, [x, dw, dwb, pw, pwb], grad_out)
-        # With half activations the GPU backward carries dh = pw^T dy in x's precision, as eager
-        # does, and the weight gradients sum dh * x over B*L: judge their error against the sum of
-        # |terms|, not against a result that cancellation can make small.
-        mags = reference_grad_magnitudes(fn, [x, dw, dwb, pw, pwb], grad_out)
-        what = f"K={kernel_size} {padding} s={stride} d={dilation} L={length} {cin}->{cout}"
-        names = ("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias")
-        for name, t, ref, mag in zip(names, (x, dw, dwb, pw, pwb), refs, mags, strict=True):
-            if t is None:
-                continue
-            got = grads[id(t)]
-            assert got.dtype == t.dtype, name
-            tol = max(tolerance_for(t.dtype), tolerance_for(xdtype))
-            assert_close_to_reference(got, ref, tol, f"grad {name} {what}", scale=mag)
+        grads = torch.autograd.grad(out, inputs, grad_out)
+        _check_grads([x, dw, dwb, pw, pwb], grads, grad_out, stride, pads, dilation,
+                     lambda t: max(tolerance_for(t.dtype), tolerance_for(xdtype)),
+                     f"K={kernel_size} {padding} s={stride} d={dilation} L={length} {cin}->{cout}")
         checked += 1
     assert checked > 0
 
@@ -215,12 +221,7 @@ def test_tf32_backward_matches_reference(device):
     grad_out = torch.randn(out.shape, dtype=torch.float64).to(device, torch.float32)
     inputs = [x, dw, dwb, pw, pwb]
     grads = torch.autograd.grad(out, inputs, grad_out)
-    fn = lambda a, b, c, d, e: unfolded_separable(a, b, c, d, e, 1, 3, 3, 1)  # noqa: E731
-    refs = reference_grads(fn, inputs, grad_out)
-    mags = reference_grad_magnitudes(fn, inputs, grad_out)
-    for name, got, ref, mag in zip(("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias"), grads, refs, mags,
-                                   strict=True):
-        assert_close_to_reference(got, ref, TF32_TOLERANCE, f"grad {name}", scale=mag)
+    _check_grads(inputs, grads, grad_out, 1, (3, 3), 1, lambda t: TF32_TOLERANCE, "TF32, 200->1536")
 
 
 def test_wgmma_kernel_runs_on_sm90(device):

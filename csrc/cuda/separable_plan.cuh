@@ -132,6 +132,7 @@ struct FwdPlan {
   int64_t blocks = 0;
   int64_t prep_blocks = 0;
   int64_t ws_bytes = 0, at_wp = 0, at_dwp = 0, at_bias = 0;
+  int64_t xs_bytes = 0, dws_bytes = 0;  // one x / depthwise-weight staging buffer (plan_dw)
 };
 
 // How the pointwise weights may be placed and the Cout tiles split among blocks:
@@ -152,6 +153,8 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   p = FwdParams{};
   int64_t xs_bytes = 0, dws_bytes = 0;
   if (!plan_dw<Tx, BK, BN, kXcl, Tile::kItemT>(g, x, p.dw, xs_bytes, dws_bytes)) return false;
+  out.xs_bytes = xs_bytes;
+  out.dws_bytes = dws_bytes;
   const int64_t cin = g.channels, cout = g.out_channels;
   const int64_t cin_pad = round_up(cin, BK), cout_pad = round_up(cout, BM);
   const int64_t kp = p.dw.kp;
@@ -301,9 +304,7 @@ bool plan_fwd_ws(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, in
           g, x, y, ysb, ysc, ysl, caps, WPlace::kSharedOnly, out)) {
     return false;
   }
-  DwParams d{};
-  int64_t xs_bytes = 0, dws_bytes = 0;
-  if (!plan_dw<Tx, Tile::BK, BN, kXcl, Tile::kItemT>(g, x, d, xs_bytes, dws_bytes)) return false;
+  const int64_t xs_bytes = out.xs_bytes, dws_bytes = out.dws_bytes;  // plan_fwd's staging
   auto al = [](int64_t bytes) { return round_up(bytes, 1024); };
   FwdParams& p = out.p;
   const int64_t n_chunks = p.cin_pad / Tile::BK;
@@ -318,16 +319,17 @@ bool plan_fwd_ws(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, in
     }
     return int64_t{0};
   };
-  int64_t stages = 0, slots = 0;
-  if (slots_for(4) == 2 * n_chunks) {
-    stages = 4;
-  } else if (slots_for(3) > 0) {
+  // 4 W stages if they still leave 2 n_chunks slots, else 3, else 2.
+  int64_t stages = 4, slots = slots_for(4);
+  if (slots != 2 * n_chunks) {
     stages = 3;
-  } else if (slots_for(2) > 0) {
-    stages = 2;
+    slots = slots_for(3);
   }
-  if (stages != 0) slots = slots_for(stages);
-  if (stages == 0) return false;
+  if (slots == 0) {
+    stages = 2;
+    slots = slots_for(2);
+  }
+  if (slots == 0) return false;
   int64_t off = 0;
   auto place = [&](int64_t bytes) {
     const int64_t at = off;
