@@ -147,6 +147,49 @@ def test_float32_long_kernels_aligned_rows(device, kernel_size):
                                   f"K={kernel_size} padding={padding}")
 
 
+def _half_rows(batch, channels, length, dtype, device, view):
+    """An activation for the unaligned-row test: "slice" is [..., 1:] of rows one element longer
+    (every row starts one element in), any other view a make_activation layout."""
+    if view == "slice":
+        return make_activation(batch, channels, length + 1, dtype, device)[..., 1:]
+    return make_activation(batch, channels, length, dtype, device, view)
+
+
+# Rows of 16-bit elements that are not 16-byte aligned (on CUDA the tensor-core kernels stage them
+# in 8- / 4-byte copies or element by element and store odd-offset rows element by element):
+# Conformer's K = 31 'same' at L = 500 (8-byte rows), 1670 (4-byte) and odd 835 (2-byte), a slice
+# x[..., 1:] with dy sliced alike (every row one element in; dx is a new, contiguous tensor), and
+# channel-last views of the same shapes (other kernels, unaffected).
+@pytest.mark.parametrize("dtypes", [(torch.float16, torch.float16), (torch.float16, torch.float32),
+                                    (torch.bfloat16, torch.float32)], ids=dtype_pair_id)
+@pytest.mark.parametrize("length,view", [(500, "contiguous"), (835, "contiguous"), (1670, "contiguous"),
+                                         (500, "slice"), (500, "channels_last"), (835, "channels_last")])
+def test_long_kernel_half_rows_not_16_byte_aligned(device, length, view, dtypes):
+    xdtype, wdtype = dtypes
+    kernel_size, channels = 31, 6
+    left, right = resolve_padding("same", kernel_size, 1, 1)
+    x = _half_rows(2, channels, length, xdtype, device, view)
+    weight, bias = _params(channels, kernel_size, wdtype, device, True)
+    what = f"K={kernel_size} L={length} {view}"
+    poison_allocator(device, x.numel() * x.element_size())
+    out = sepconv1d.depthwise_conv1d(x, weight, bias, padding="same")
+    assert_close_to_reference(out, unfolded_depthwise(x, weight, bias, 1, left, right, 1),
+                              tolerance_for(xdtype), "forward " + what)
+    grad_out = _half_rows(2, channels, length, xdtype, device, view)
+    refs = reference_grads(lambda a, w, b: unfolded_depthwise(a, w, b, 1, left, right, 1),
+                           [x, weight, bias], grad_out)
+    tols = (tolerance_for(xdtype), tolerance_for(wdtype), tolerance_for(wdtype))
+    op = torch.ops.sepconv1d.depthwise_conv1d_backward
+    for need in ((True, True, True), (True, False, False), (False, True, False), (False, False, True)):
+        poison_allocator(device, x.numel() * x.element_size())
+        grads = op(grad_out, x, weight, 1, left, right, 1, *need)
+        for name, wanted, got, ref, tol in zip(("x", "weight", "bias"), need, grads, refs, tols, strict=True):
+            if wanted:
+                assert_close_to_reference(got, ref, tol, f"grad {name} {what} need={need}")
+            else:
+                assert got is None
+
+
 def test_output_layout_follows_input(device):
     x_cf = make_activation(2, 6, 40, torch.float32, device)
     x_cl = make_activation(2, 6, 40, torch.float32, device, "channels_last")

@@ -211,9 +211,7 @@ def test_tf32_forward_kernels_match_reference(device, monkeypatch, kernel_choice
 
 def test_tf32_backward_matches_reference(device):
     """float32 with TF32 allowed, Cout = 1536 (Vocos-like): all five gradients against float64 at
-    TF32-level error. The backward's dh = pw^T dy runs the forward kernel with an identity
-    depthwise over 1536 input channels (too many for the warp-specialised kernel's shared ring: the
-    mma.sync TF32 kernel on H100/H200), d pw the fused pointwise-gradient kernel."""
+    TF32-level error (on CUDA both backward GEMMs run on cuBLAS with TF32 compute)."""
     torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py
     x = make_activation(4, 200, 1000 if device == "cuda" else 100, torch.float32, device).requires_grad_(True)
     dw, dwb, pw, pwb = (t.requires_grad_(True) for t in _weights(200, 1536, 7, torch.float32, device, True, True))
@@ -222,6 +220,194 @@ def test_tf32_backward_matches_reference(device):
     inputs = [x, dw, dwb, pw, pwb]
     grads = torch.autograd.grad(out, inputs, grad_out)
     _check_grads(inputs, grads, grad_out, 1, (3, 3), 1, lambda t: TF32_TOLERANCE, "TF32, 200->1536")
+
+
+# (batch, Cin, Cout, K, L, stride, dilation, padding, dw bias, pw bias) for the TF32 backward. On
+# channel-first x the d pw GEMM takes per-batch products when L is long against Cin, else one GEMM
+# over a (Cout, B*L) copy of dy (L = 100 against Cin 300); batch 1 always takes the former.
+TF32_BACKWARD_CASES = [
+    (3, 3, 5, 3, 77, 1, 1, "same", True, True),
+    (1, 100, 257, 9, 1031, 1, 1, "same", False, True),
+    (4, 300, 130, 5, 100, 1, 1, "same", True, False),
+    (2, 64, 96, 1, 513, 1, 1, "valid", False, False),
+    (3, 48, 200, 31, 700, 2, 1, (7, 3), True, True),
+    (2, 130, 70, 4, 300, 1, 2, "causal", True, True),
+]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "strided"])
+@pytest.mark.parametrize("case", TF32_BACKWARD_CASES, ids=lambda c: f"{c[1]}to{c[2]}-K{c[3]}-L{c[4]}")
+def test_tf32_backward_cases_match_reference(device, layout, case):
+    """TF32 backward over odd Cin / Cout, K = 1 to 31, stride, dilation, causal and asymmetric
+    padding, with and without each bias, every layout (the strided one is copied to a kernel layout
+    first), both channel-first d pw strategies; each gradient alone as well as all of them, since
+    the pw bias gradient rides on the pw weight product only when both are asked for."""
+    torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py
+    batch, cin, cout, kernel_size, length, stride, dilation, padding, has_dwb, has_pwb = case
+    pads = resolve_padding(padding, kernel_size, stride, dilation)
+    x = make_activation(batch, cin, length, torch.float32, device, layout).requires_grad_(True)
+    params = [t.requires_grad_(True) if t is not None else None
+              for t in _weights(cin, cout, kernel_size, torch.float32, device, has_dwb, has_pwb)]
+    dw, dwb, pw, pwb = params
+    out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, stride=stride, padding=pads, dilation=dilation)
+    grad_out = make_activation(batch, cout, out.shape[2], torch.float32, device, layout)
+    inputs = [x, dw, dwb, pw, pwb]
+    fn = lambda a, b, c, d, e: unfolded_separable(a, b, c, d, e, stride, *pads, dilation)  # noqa: E731
+    refs = reference_grads(fn, inputs, grad_out)
+    mags = reference_grad_magnitudes(fn, inputs, grad_out)
+    checks = [(n, t, r, m) for n, t, r, m in zip(("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias"),
+                                                   inputs, refs, mags, strict=True) if t is not None]
+    names = [c[0] for c in checks]
+    for wanted in [names] + [[n] for n in names]:
+        poison_allocator(device, x.numel() * 4)
+        if wanted == names:
+            grads = torch.autograd.grad(out, [c[1] for c in checks], grad_out)
+        else:  # one gradient asked of the operator itself: the others must not be computed
+            flags = [n in wanted for n in ("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias")]
+            grads = torch.ops.sepconv1d.separable_conv1d_backward(
+                grad_out, x.detach(), dw.detach(), None if dwb is None else dwb.detach(), pw.detach(),
+                stride, *pads, dilation, True, *flags)
+            assert all((g is not None) == f for g, f in zip(grads, flags, strict=True)), wanted
+            grads = [g for g in grads if g is not None]
+        for (name, _, ref, mag), got in zip([c for c in checks if c[0] in wanted], grads, strict=True):
+            assert_close_to_reference(got.reshape(ref.shape), ref, TF32_TOLERANCE,
+                                      f"grad {name} ({len(wanted)} asked) TF32 {cin}->{cout} "
+                                      f"K={kernel_size} L={length} {layout}", scale=mag)
+
+
+def test_tf32_backward_runs_on_cublas(device):
+    """With TF32 allowed, the backward's two GEMMs must be cuBLAS products, not the fused mma.sync
+    fallbacks (sep_dpw_kernel for d pw, the forward kernel for dh): catches a process where cuBLAS
+    could not be reached and the slow path was taken silently."""
+    if device != "cuda":
+        pytest.skip("CUDA kernel selection")
+    x = make_activation(2, 128, 1000, torch.float32, device).requires_grad_(True)
+    dw, dwb, pw, pwb = (t.requires_grad_(True) for t in _weights(128, 256, 9, torch.float32, device, True, True))
+
+    torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py
+    out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        torch.autograd.grad(out, [x, dw, dwb, pw, pwb], torch.ones_like(out))
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    fused = ("sep_dpw_kernel", "sep_fwd_kernel", "sep_fwd_ws_kernel")
+    assert names and not any(f in n for n in names for f in fused), names
+    assert any("gemm" in n.lower() or "xmma" in n.lower() or "cutlass" in n.lower() for n in names), names
+
+
+def test_tf32_backward_captured_on_a_new_thread(device):
+    """The TF32 backward's first call on a thread creates that thread's cuBLAS handle; made during
+    a CUDA graph capture it must not break the capture, and the replayed graph must give the
+    gradients of fresh inputs."""
+    if device != "cuda":
+        pytest.skip("CUDA graphs")
+    import threading
+
+    cin, cout, length = 64, 96, 500
+    x = make_activation(2, cin, length, torch.float32, device)
+    dw, dwb, pw, _ = _weights(cin, cout, 5, torch.float32, device, True, False)
+    dy = make_activation(2, cout, length, torch.float32, device)
+    result = {}
+
+    def capture():
+        try:
+            torch.cuda.set_device(x.device)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=torch.cuda.Stream()):
+                grads = torch.ops.sepconv1d.separable_conv1d_backward(  # allow_tf32=True
+                    dy, x, dw, dwb, pw, 1, 2, 2, 1, True, True, True, True, True, False)
+            result["graph"], result["grads"] = graph, grads
+        except Exception as e:  # noqa: BLE001 - reported below, on the test's thread
+            result["error"] = e
+
+    t = threading.Thread(target=capture)
+    t.start()
+    t.join()
+    assert "error" not in result, result.get("error")
+    for _ in range(2):
+        x.copy_(make_activation(2, cin, length, torch.float32, device))
+        dy.copy_(make_activation(2, cout, length, torch.float32, device))
+        result["graph"].replay()
+        torch.cuda.synchronize()
+        inputs = [x.clone().requires_grad_(True), dw.clone().requires_grad_(True),
+                  dwb.clone().requires_grad_(True), pw.clone().requires_grad_(True), None]
+        assert result["grads"][4] is None
+        _check_grads(inputs, result["grads"][:4], dy, 1, (2, 2), 1,
+                     lambda t: TF32_TOLERANCE, "TF32 backward replayed")
+
+
+# (batch, Cin, L, K, padding, grads asked) for the CUDA backward's batch chunks, forced by a 4 MiB
+# threshold (SEPCONV1D_BWD_CHUNK_MIB; the default is 64 MiB): dh staged in the rows of dx that later
+# chunks write (halving chunks 4, 2, 1, then 2 in a buffer of their own for B = 9), or, without dx
+# or when the output is longer than x, in equal chunks of a separate buffer; h in two halves.
+CHUNKED_BACKWARD_CASES = [
+    (9, 256, 2048, 3, "same", "all"),
+    (9, 256, 2048, 3, (5, 5), "all"),
+    (9, 256, 2048, 5, "causal", "weights"),
+    (4, 520, 2050, 3, "same", "x"),
+]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("case", CHUNKED_BACKWARD_CASES, ids=lambda c: f"B{c[0]}-L{c[2]}-K{c[3]}-{c[5]}")
+def test_chunked_backward_matches_reference(device, monkeypatch, layout, dtype, case):
+    """The chunked backward (float32 on TF32) against float64: every gradient, the depthwise weight
+    gradients summed over chunks, dx written chunk by chunk with dh staged in it."""
+    if device != "cuda":
+        pytest.skip("the CUDA backward's batch chunks")
+    monkeypatch.setenv("SEPCONV1D_BWD_CHUNK_MIB", "4")
+    torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py
+    batch, cin, length, kernel_size, padding, asked = case
+    cout = 48
+    pads = resolve_padding(padding, kernel_size, 1, 1)
+    x = make_activation(batch, cin, length, dtype, device, layout)
+    dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, dtype, device, True, True)
+    x.requires_grad_(asked in ("all", "x"))
+    for t in (dw, dwb, pw, pwb):
+        t.requires_grad_(asked in ("all", "weights"))
+    out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding=pads)
+    grad_out = make_activation(batch, cout, out.shape[2], dtype, device, layout)
+    inputs = [x, dw, dwb, pw, pwb]
+    wanted = [t for t in inputs if t.requires_grad]
+    poison_allocator(device, x.numel() * x.element_size())
+    grads = torch.autograd.grad(out, wanted, grad_out)
+    tol = TF32_TOLERANCE if dtype == torch.float32 else tolerance_for(dtype)
+    fn = lambda a, b, c, d, e: unfolded_separable(a, b, c, d, e, 1, *pads, 1)  # noqa: E731
+    refs = reference_grads(fn, inputs, grad_out)
+    mags = reference_grad_magnitudes(fn, inputs, grad_out)
+    got = iter(grads)
+    for name, t, ref, mag in zip(("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias"), inputs, refs, mags,
+                                 strict=True):
+        if t.requires_grad:
+            assert_close_to_reference(next(got), ref, tol, f"grad {name} chunked {case} {layout} {dtype}",
+                                      scale=mag)
+
+
+def test_backward_peak_memory_holds_a_slice_of_the_intermediate(device):
+    """bf16 training-step backward at B32 Cin 256 L4096 (a 64 MiB intermediate): besides dx and the
+    small gradients, the backward may hold at most a quarter of the intermediate at once (h and dh
+    are made in batch chunks). A backward holding a whole h or dh next to dx fails this."""
+    if device != "cuda":
+        pytest.skip("CUDA memory statistics")
+    B, cin, cout, length = 32, 256, 128, 4096
+    x = make_activation(B, cin, length, torch.bfloat16, device).requires_grad_(True)
+    params = [t.requires_grad_(True) for t in _weights(cin, cout, 9, torch.bfloat16, device, True, True)]
+    dw, dwb, pw, pwb = params
+    dy = make_activation(B, cout, length, torch.bfloat16, device)
+    for _ in range(2):  # the second step runs with every library workspace already allocated
+        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        grads = torch.autograd.grad(out, [x, dw, dwb, pw, pwb], dy)
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() - base
+        del out, grads
+    intermediate = B * cin * length * 2
+    dx_bytes = intermediate
+    small = 4 << 20  # weight gradients, partial products, their float32 parts
+    assert peak <= dx_bytes + intermediate // 4 + small, (peak / 2**20, intermediate / 2**20)
 
 
 def test_wgmma_kernel_runs_on_sm90(device):

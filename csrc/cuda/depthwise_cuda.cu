@@ -73,21 +73,17 @@ void depthwise_forward_into(const Tensor& x, const Tensor& weight,
   });
 }
 
-std::tuple<std::optional<Tensor>, std::optional<Tensor>, std::optional<Tensor>> depthwise_backward(
-    const Tensor& grad_out, const Tensor& x_in, const Tensor& weight, const ConvGeometry& g,
-    bool need_grad_x, bool need_grad_weight, bool need_grad_bias) {
-  std::optional<Tensor> dx, dw, db;
-  if (!need_grad_x && !need_grad_weight && !need_grad_bias) return {dx, dw, db};
+void depthwise_backward_into(const Tensor& grad_out, const Tensor& x_in, const Tensor& weight,
+                             const ConvGeometry& g, Tensor* dx, Tensor* dw, Tensor* db) {
+  if (!dx && !dw && !db) return;
   torch::stable::accelerator::DeviceGuard guard(x_in.get_device_index());
   const Tensor w = contiguous_if_needed(weight);
   const Tensor x = as_kernel_layout(x_in);
   const Tensor dy = to_layout(grad_out, is_channels_last(x));
   const ScalarType wdtype = w.scalar_type();
-  if (need_grad_x) dx = new_activation(x, g.channels, g.length, x.scalar_type());
-  if (need_grad_weight) dw = new_param_grad(w, wdtype);
-  if (need_grad_bias) {
-    db = torch::stable::empty({g.channels}, wdtype, std::nullopt, x.device());
-  }
+  STD_TORCH_CHECK((!dw || (dw->scalar_type() == wdtype && dw->is_contiguous())) &&
+                      (!db || (db->scalar_type() == wdtype && db->is_contiguous())),
+                  "sepconv1d: depthwise weight gradients must be contiguous in the weight dtype");
   const int device = x.get_device_index();
   const cudaStream_t stream = current_stream(x);
   const dwk::DevInfo dev = device_info(device);
@@ -106,13 +102,28 @@ std::tuple<std::optional<Tensor>, std::optional<Tensor>, std::optional<Tensor>> 
     const T* dyp = static_cast<const T*>(dy.const_data_ptr());
     const T* xp = static_cast<const T*>(x.const_data_ptr());
     const W* wp = static_cast<const W*>(w.const_data_ptr());
-    T* dxp = dx.has_value() && dx->numel() > 0 ? static_cast<T*>(dx->mutable_data_ptr()) : nullptr;
-    W* dwp = dw.has_value() && dw->numel() > 0 ? static_cast<W*>(dw->mutable_data_ptr()) : nullptr;
-    W* dbp = db.has_value() && db->numel() > 0 ? static_cast<W*>(db->mutable_data_ptr()) : nullptr;
-    const dwk::Desc3 dxd = dx.has_value() ? desc_of(*dx) : dwk::Desc3{0, 0, 0};
+    T* dxp = dx && dx->numel() > 0 ? static_cast<T*>(dx->mutable_data_ptr()) : nullptr;
+    W* dwp = dw && dw->numel() > 0 ? static_cast<W*>(dw->mutable_data_ptr()) : nullptr;
+    W* dbp = db && db->numel() > 0 ? static_cast<W*>(db->mutable_data_ptr()) : nullptr;
+    const dwk::Desc3 dxd = dx ? desc_of(*dx) : dwk::Desc3{0, 0, 0};
     dwk::backward<T, W>(pr, dyp, desc_of(dy), xp, desc_of(x), wp, dxp, dxd, dwp, dbp, alloc, stream,
                         dev);
   });
+}
+
+std::tuple<std::optional<Tensor>, std::optional<Tensor>, std::optional<Tensor>> depthwise_backward(
+    const Tensor& grad_out, const Tensor& x_in, const Tensor& weight, const ConvGeometry& g,
+    bool need_grad_x, bool need_grad_weight, bool need_grad_bias) {
+  std::optional<Tensor> dx, dw, db;
+  if (!need_grad_x && !need_grad_weight && !need_grad_bias) return {dx, dw, db};
+  torch::stable::accelerator::DeviceGuard guard(x_in.get_device_index());
+  const Tensor x = as_kernel_layout(x_in);
+  const ScalarType wdtype = weight.scalar_type();
+  if (need_grad_x) dx = new_activation(x, g.channels, g.length, x.scalar_type());
+  if (need_grad_weight) dw = new_param_grad(contiguous_if_needed(weight), wdtype);
+  if (need_grad_bias) db = torch::stable::empty({g.channels}, wdtype, std::nullopt, x.device());
+  depthwise_backward_into(grad_out, x, weight, g, dx ? &*dx : nullptr, dw ? &*dw : nullptr,
+                          db ? &*db : nullptr);
   return {dx, dw, db};
 }
 

@@ -20,5 +20,11 @@ std::tuple<std::optional<Tensor>, std::optional<Tensor>, std::optional<Tensor>> 
     const Tensor& grad_out, const Tensor& x, const Tensor& weight, const ConvGeometry& g,
     bool need_grad_x, bool need_grad_weight, bool need_grad_bias);
 
+// The same into caller-provided outputs (null: not wanted): dx in x's layout with unit stride along
+// L or C as x has (a batch slice of a larger tensor is fine), dw (C, K) and db (C) contiguous in
+// weight's dtype (float32 weights give float32 gradients, also under half x).
+void depthwise_backward_into(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                             const ConvGeometry& g, Tensor* dx, Tensor* dw, Tensor* db);
+
 }  // namespace cuda
 }  // namespace sepconv1d

@@ -117,6 +117,19 @@ int cl_vec_level(const void* p, const Desc3& t) {
   return cl_vec_ok<T, V>(p, t) ? kVecOne : 0;
 }
 
+// Alignment in bytes of every row of a CF tensor: the largest of 16 / 8 / 4 / 2 (at least the
+// element size) that divides the base pointer and the batch / channel strides in bytes. The
+// tensor-core kernels stage and store rows in units of it (TcAlign); 16 is cf_vec_level's
+// kVecGroup for 16-bit T.
+template <typename T>
+int cf_row_granule(const void* p, const Desc3& t) {
+  const uint64_t bits = uint64_t(reinterpret_cast<uintptr_t>(p)) | uint64_t(t.sb) * sizeof(T) |
+                        uint64_t(t.sc) * sizeof(T);
+  int g = 16;
+  while (g > int(sizeof(T)) && bits % uint64_t(g) != 0) g /= 2;
+  return g;
+}
+
 inline int64_t smem_limit(const DevInfo& dev, const Tuning& tune) {
   return tune.smem_limit >= 0 ? tune.smem_limit : dev.smem_optin;
 }
@@ -236,9 +249,10 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
 
   if (path == Path::CF) {
     // Compiled K with 16-byte-aligned rows and a compiled pad_left: the register-direct kernel.
-    // Run-time K of half types, 16-byte-aligned rows: the tensor-core kernel. Other run-time K,
-    // stride and dilation 1: dw_fwd_cf_rt_kernel. Otherwise the tile kernel (compiled K, or the
-    // general path). Every tile starts on an N = G*V boundary (16 bytes of T).
+    // Run-time K of half types, stride and dilation 1: the tensor-core kernel (rows of any
+    // alignment). Other run-time K, stride and dilation 1: dw_fwd_cf_rt_kernel. Otherwise the tile
+    // kernel (compiled K, or the general path). Every tile starts on an N = G*V boundary (16 bytes
+    // of T).
     constexpr int G = gvec_of<T>();
     constexpr int64_t N = int64_t(G) * V;
     a.x_vec = cf_vec_level<T, V, G>(x, xd);
@@ -261,10 +275,13 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
           if (launched) return;
         }
       }
-      // Run-time K of half types with 16-byte-aligned rows: the tensor-core kernel.
+      // Run-time K of half types: the tensor-core kernel, copies and stores in units of each
+      // tensor's row alignment.
       if constexpr (KC == 0 && sizeof(T) == 2) {
-        if (fast && tune.allow_tc && a.x_vec == kVecGroup && a.y_vec == kVecGroup &&
-            pr.K <= tc_max_k()) {
+        if (fast && tune.allow_tc && pr.K <= tc_max_k()) {
+          TcAlign al;
+          al.x = cf_row_granule<T>(x, xd);
+          al.out = cf_row_granule<T>(y, yd);
           FwdArgs<T, W> ta = a;
           ta.off = int(pos_mod(-pr.pl, 8));
           ta.kp = int(ceil_div(pr.K + 7 + ta.off, 16));  // shifts
@@ -279,7 +296,7 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
           with_tc_shifts(ta.kp, [&](auto sc) {
             auto kern = &dw_fwd_cf_tc_kernel<T, W, decltype(sc)::value>;
             prepare_kernel(kern, int64_t(smem), dev.device);
-            DW_LAUNCH(kern, grid, smem, stream, ta);
+            DW_LAUNCH(kern, grid, smem, stream, ta, al);
             DW_CHECK_LAUNCH("dw_fwd_cf_tc_kernel");
           });
           launched = true;
@@ -535,10 +552,13 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
       });
       if (launched) return;
     }
-    // Run-time K of half types with 16-byte-aligned rows: the tensor-core kernel.
-    if (fast && tune.allow_tc && sizeof(T) == 2 && pr.K <= tc_max_k() &&
-        a.dy_vec == kVecGroup && (!want_w || a.x_vec == kVecGroup) &&
-        (!want_x || a.dx_vec == kVecGroup)) {
+    // Run-time K of half types: the tensor-core kernel, copies and stores in units of each
+    // tensor's row alignment.
+    if (fast && tune.allow_tc && sizeof(T) == 2 && pr.K <= tc_max_k()) {
+      TcAlign al;
+      al.dy = cf_row_granule<T>(dy, dyd);
+      if (want_w) al.x = cf_row_granule<T>(x, xd);
+      if (want_x) al.out = cf_row_granule<T>(dx, dxd);
       bool launched = false;
       with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
         if constexpr (decltype(kc)::value == 0 && sizeof(T) == 2) {
@@ -574,7 +594,7 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
           with_tc_shifts(std::max(ta.sd, ta.sx), [&](auto sc) {
             auto kern = &dw_bwd_cf_tc_kernel<T, W, decltype(sc)::value>;
             prepare_kernel(kern, smem, dev.device);
-            DW_LAUNCH(kern, grid, size_t(smem), stream, ta);
+            DW_LAUNCH(kern, grid, size_t(smem), stream, ta, al);
             DW_CHECK_LAUNCH("dw_bwd_cf_tc_kernel");
           });
           if (want_wb) launch_reduce(ta.part, ta.split);

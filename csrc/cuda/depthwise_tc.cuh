@@ -1,6 +1,6 @@
 // Tensor-core channel-first depthwise forward and backward for half types and long kernels
-// (run-time K, stride 1, dilation 1, any padding, 16-byte-aligned rows). Torch-free; the path
-// choice is forward() / backward() in depthwise_launch.cuh.
+// (run-time K, stride 1, dilation 1, any padding, unit-stride rows of any alignment). Torch-free;
+// the path choice is forward() / backward() in depthwise_launch.cuh.
 //
 // Why: with K taps every output costs K fp32 FMAs on the CUDA cores. At K = 31 / 63 that is
 // 4.2 / 8.5 G FMAs for B32 C512 L8192: 125 / 255 us at the H200's fp32 rate, while a bf16 copy of
@@ -23,7 +23,9 @@
 // Forward block = 4 warps over tiles of p.tile outputs (a multiple of 512, at most 4096) of one
 // (b, c) row. The x rows of a tile are copied by cp.async into one of two shared buffers (zeros
 // outside [0, L)) while the previous tile is computed; each warp takes the m16 blocks (128
-// outputs) m = warp, warp + 4, ... and stores its accumulators as pairs. Each block walks a
+// outputs) m = warp, warp + 4, ... and stores its accumulators as pairs. Rows need not be 16-byte
+// aligned: the copies and stores take the alignment of each tensor's rows (TcAlign, set per
+// launch), the shared layout is the same for all. Each block walks a
 // contiguous run of tiles in channel-major order (the B fragments change with the channel only).
 // The shift count S is a template parameter: the inner loop is S x (ldmatrix, MMA), no predicates.
 // Measured history (bf16 K = 31 / 63 forward 50 -> 74% / 48 -> 68% of copy): csrc/NOTES.md.
@@ -42,6 +44,8 @@
 
 #ifndef DW_EMULATE
 #include "cuda/separable_ptx.cuh"
+#else
+#include <atomic>
 #endif
 
 namespace sepconv1d {
@@ -136,11 +140,29 @@ inline constexpr int64_t tc_rows(int64_t tile, int shifts) { return tile / 8 + 2
 // Most rows of dy a backward tile may stage (pads far beyond the kernel span take the tile kernel).
 constexpr int kTcBwdMaxRows = int(tc_rows(kTcMaxTileBwd, kTcMaxShifts)) + 128;
 
-// cp.async 16-byte copies (sm_80+; src_bytes < 16 zero-fills the rest, 0 reads nothing), with
-// host versions for the emulator (copied at issue).
+// Alignment in bytes (16, 8, 4 or 2: cf_row_granule in depthwise_launch.cuh) of the rows a
+// tensor-core kernel stages or stores, per tensor. Set once per launch, so branches on it are
+// uniform; the shared layout (16-byte rows of 8 elements) is the same for every alignment.
+struct TcAlign {
+  int x = 16;    // x rows (forward; backward when dw is wanted)
+  int dy = 16;   // dy rows (backward)
+  int out = 16;  // y (forward) / dx (backward) rows: element pairs stored where >= 4
+};
+
+// cp.async copies of BYTES = 16 (.cg), 8 or 4 (.ca; .cg takes 16 only) bytes (sm_80+; src_bytes <
+// BYTES zero-fills the rest, 0 reads nothing), with host versions for the emulator (copied at
+// issue, alignment asserted, counted per size in g_tc_emu_staged).
 #ifndef DW_EMULATE
-DW_DEV void tc_cp_async16(void* smem, const void* gmem, int src_bytes) {
-  sep::cp_async16(smem, gmem, src_bytes);
+template <int BYTES>
+DW_DEV void tc_cp_async(void* smem, const void* gmem, int src_bytes) {
+  static_assert(BYTES == 16 || BYTES == 8 || BYTES == 4, "cp.async copies 4, 8 or 16 bytes");
+  if constexpr (BYTES == 16) {
+    sep::cp_async16(smem, gmem, src_bytes);
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(sep::smem_u32(smem)),
+                 "l"(gmem), "n"(BYTES), "r"(src_bytes)
+                 : "memory");
+  }
 }
 DW_DEV void tc_cp_commit() { sep::cp_async_commit(); }
 template <int N>
@@ -148,34 +170,116 @@ DW_DEV void tc_cp_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 #else
-inline void tc_cp_async16(void* smem, const void* gmem, int src_bytes) {
-  DW_ASSERT(reinterpret_cast<uintptr_t>(smem) % 16 == 0 && reinterpret_cast<uintptr_t>(gmem) % 16 == 0);
-  std::memset(smem, 0, 16);
+// Copies issued per size in bytes (2: shared rows staged element-wise) and output elements
+// stored per store size (4: pairs, 2: single elements), over all emulated launches.
+inline std::atomic<long long> g_tc_emu_staged[17];
+inline std::atomic<long long> g_tc_emu_stored[5];
+template <int BYTES>
+inline void tc_cp_async(void* smem, const void* gmem, int src_bytes) {
+  static_assert(BYTES == 16 || BYTES == 8 || BYTES == 4, "cp.async copies 4, 8 or 16 bytes");
+  DW_ASSERT(reinterpret_cast<uintptr_t>(smem) % BYTES == 0 &&
+            reinterpret_cast<uintptr_t>(gmem) % BYTES == 0);
+  DW_ASSERT(src_bytes >= 0 && src_bytes <= BYTES);
+  std::memset(smem, 0, BYTES);
   if (src_bytes > 0) std::memcpy(smem, gmem, size_t(src_bytes));
+  g_tc_emu_staged[BYTES] += 1;
 }
 inline void tc_cp_commit() {}
 template <int N>
 inline void tc_cp_wait() {}
 #endif
 
-// Issues the copies of rows [0, nrows) of 8 elements starting at element g0 (a multiple of 8) of
-// a unit-stride, 16-byte-aligned row of length len into shared memory, zeros outside [0, len)
-// (a row is wholly before 0, inside, ragged at len, or after).
+// 16-byte shared store of four words (the element-wise staging).
+DW_DEV void tc_st_shared16(void* smem, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+#ifdef DW_EMULATE
+  DW_ASSERT(reinterpret_cast<uintptr_t>(smem) % 16 == 0);
+  const uint32_t w[4] = {a, b, c, d};
+  std::memcpy(smem, w, 16);
+  g_tc_emu_staged[2] += 1;
+#else
+  *reinterpret_cast<uint4*>(smem) = make_uint4(a, b, c, d);
+#endif
+}
+
+// Rows 8- or 4-byte aligned (BYTES): copies of E = BYTES / 2 elements, 8 / E per shared row,
+// spread over the threads so that a warp reads 32 consecutive copies. A copy starts at a multiple
+// of E, as 0 does: it lies wholly before the row or starts inside it (ragged at len: the rest
+// zero-filled). The loops stay rolled: unrolled (as the 16-byte ones are), they cost the backward
+// up to 17 registers and a block per SM on aligned rows too.
+template <int BYTES, typename T>
+DW_DEV void tc_stage_narrow(T* dst, const T* row, int64_t g0, int64_t len, int nrows) {
+  constexpr int E = BYTES / int(sizeof(T));
+  const int t = int(threadIdx.x);
+  const int n = nrows * (8 / E);
+  if (g0 >= 0 && g0 + int64_t(nrows) * 8 <= len) {  // interior: no checks, pointer steps
+    const T* src = row + g0 + t * E;
+    T* d = dst + t * E;
+#pragma unroll 1
+    for (int u = t; u < n; u += kThreads, src += kThreads * E, d += kThreads * E) {
+      tc_cp_async<BYTES>(d, src, BYTES);
+    }
+    return;
+  }
+#pragma unroll 1
+  for (int u = t; u < n; u += kThreads) {
+    const int64_t e = g0 + int64_t(u) * E;
+    const int64_t m = e < 0 ? 0 : (len - e < E ? (len - e > 0 ? len - e : 0) : E);
+    tc_cp_async<BYTES>(dst + int64_t(u) * E, m > 0 ? row + e : row, int(m) * int(sizeof(T)));
+  }
+}
+
+// Rows at odd element offsets (2-byte aligned): cp.async has no 2-byte form, so each thread loads
+// a shared row's 8 elements (zeros outside [0, len)) and stores them at once. Synchronous: these
+// tiles are not in flight during the previous tile's products.
 template <typename T>
-DW_DEV void tc_stage(T* dst, const T* row, int64_t g0, int64_t len, int nrows) {
+DW_DEV void tc_stage_elems(T* dst, const T* row, int64_t g0, int64_t len, int nrows) {
+  const unsigned short* src = reinterpret_cast<const unsigned short*>(row);
+  for (int v = int(threadIdx.x); v < nrows; v += kThreads) {
+    const int64_t e = g0 + int64_t(v) * 8;
+    uint32_t h[8];
+    if (e >= 0 && e + 8 <= len) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) h[i] = __ldg(src + e + i);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) h[i] = (e + i >= 0 && e + i < len) ? __ldg(src + e + i) : 0u;
+    }
+    tc_st_shared16(dst + int64_t(v) * 8, h[0] | (h[1] << 16), h[2] | (h[3] << 16),
+                   h[4] | (h[5] << 16), h[6] | (h[7] << 16));
+  }
+}
+
+// Issues the copies of rows [0, nrows) of 8 elements starting at element g0 (a multiple of 8) of
+// a unit-stride row of length len into shared memory, zeros outside [0, len) (a row is wholly
+// before 0, inside, ragged at len, or after). gran: the row's alignment in bytes (TcAlign); 16:
+// one 16-byte copy per shared row.
+template <typename T>
+DW_DEV void tc_stage(T* dst, const T* row, int64_t g0, int64_t len, int nrows, int gran) {
+  if (gran == 8) {
+    tc_stage_narrow<8>(dst, row, g0, len, nrows);
+    return;
+  }
+  if (gran == 4) {
+    tc_stage_narrow<4>(dst, row, g0, len, nrows);
+    return;
+  }
+  if (gran == 2) {
+    tc_stage_elems(dst, row, g0, len, nrows);
+    return;
+  }
   const int t = int(threadIdx.x);
   if (g0 >= 0 && g0 + int64_t(nrows) * 8 <= len) {  // interior: no checks, pointer steps
     const T* src = row + g0 + t * 8;
     T* d = dst + t * 8;
     for (int v = t; v < nrows; v += kThreads, src += kThreads * 8, d += kThreads * 8) {
-      tc_cp_async16(d, src, 16);
+      tc_cp_async<16>(d, src, 16);
     }
     return;
   }
   for (int v = t; v < nrows; v += kThreads) {
     const int64_t e = g0 + int64_t(v) * 8;
     const int64_t n = e < 0 ? 0 : (len - e < 8 ? (len - e > 0 ? len - e : 0) : 8);
-    tc_cp_async16(dst + int64_t(v) * 8, n > 0 ? row + e : row, int(n) * 2);
+    tc_cp_async<16>(dst + int64_t(v) * 8, n > 0 ? row + e : row, int(n) * 2);
   }
 }
 
@@ -214,11 +318,12 @@ struct TcConvB {
 
 // The row convolution over one staged tile, the warp's m16 blocks m = warp, warp + 4, ... (128
 // outputs each, out[j0 + 128m ..]) from the staged rows src (row 0 = element g0 of the input):
-// accumulators start at init, pairs are stored where j < len. Per block and shift: one ldmatrix,
-// one MMA (two for split weights); the lane's addresses advance by constants.
+// accumulators start at init and are stored where j < len, as element pairs when `pairs` (out's
+// rows 4-byte aligned), else one element at a time. Per block and shift: one ldmatrix, one MMA
+// (two for split weights); the lane's addresses advance by constants.
 template <typename T, typename W, int S>
 DW_DEV void tc_conv_tile(const T* src, int nblk, const TcConvB<T, W, S>& bf, float init,
-                         T* out, int64_t j0, int64_t len, int lane, int warp) {
+                         T* out, int64_t j0, int64_t len, bool pairs, int lane, int warp) {
   // ldmatrix row of the lane: matrix mi = lane >> 3, row lane & 7 -> A row a = 16m + (lane & 7) +
   // 8 (mi & 1), k half h = mi >> 1: staged row a + 2s + h (8 elements per row).
   const T* a_lane = src + ((lane & 7) + 8 * ((lane >> 3) & 1) + (lane >> 4) + 16 * warp) * 8;
@@ -242,15 +347,21 @@ DW_DEV void tc_conv_tile(const T* src, int nblk, const TcConvB<T, W, S>& bf, flo
     for (int h = 0; h < 2; ++h) {
       const int jr = rel + o_lane + 64 * h;  // relative to j0
       T* q = o_ptr + 64 * h;
-      if (full || jr + 1 < nvalid) {
+      if (pairs && (full || jr + 1 < nvalid)) {
         const uint32_t u = pack2<T>(acc[2 * h], acc[2 * h + 1]);
 #ifdef DW_EMULATE
+        DW_ASSERT(reinterpret_cast<uintptr_t>(q) % 4 == 0);
         std::memcpy(q, &u, 4);
+        g_tc_emu_stored[4] += 2;
 #else
         *reinterpret_cast<uint32_t*>(q) = u;
 #endif
-      } else if (jr < nvalid) {
-        *q = out_cvt<T>(acc[2 * h]);
+      } else {  // the row's last element, or rows at odd element offsets
+        if (full || jr < nvalid) q[0] = out_cvt<T>(acc[2 * h]);
+        if (full || jr + 1 < nvalid) q[1] = out_cvt<T>(acc[2 * h + 1]);
+#ifdef DW_EMULATE
+        g_tc_emu_stored[2] += int(full || jr < nvalid) + int(full || jr + 1 < nvalid);
+#endif
       }
     }
   }
@@ -268,7 +379,7 @@ constexpr int tc_fwd_min_blocks() {
 // mod 8; p.nsm: staged rows (tc_rows).
 template <typename T, typename W, int S>
 __global__ void __launch_bounds__(kThreads, tc_fwd_min_blocks<T, W>())
-    dw_fwd_cf_tc_kernel(const FwdArgs<T, W> p) {
+    dw_fwd_cf_tc_kernel(const FwdArgs<T, W> p, const TcAlign al) {
   static_assert(sizeof(T) == 2, "half types only");
   T* xs = smem_base<T>();
   const int lane = int(threadIdx.x) & 31;
@@ -292,7 +403,7 @@ __global__ void __launch_bounds__(kThreads, tc_fwd_min_blocks<T, W>())
   auto stage = [&](int64_t item, T* dst) {
     int64_t c, b, j0;
     locate(item, c, b, j0);
-    tc_stage<T>(dst, p.x + b * p.xsb + c * p.xsc, j0 - p.pl - p.off, p.L, p.nsm);
+    tc_stage<T>(dst, p.x + b * p.xsb + c * p.xsc, j0 - p.pl - p.off, p.L, p.nsm, al.x);
   };
   if (first < end) stage(first, xs);
   tc_cp_commit();
@@ -310,7 +421,7 @@ __global__ void __launch_bounds__(kThreads, tc_fwd_min_blocks<T, W>())
     tc_cp_wait<1>();  // this tile's copies (all but the newest group) have landed
     __syncthreads();
     tc_conv_tile<T, W, S>(cur, p.tile / 128, bf, bias, p.y + b * p.ysb + c * p.ysc, j0, p.Lo,
-                          lane, warp);
+                          al.out >= 4, lane, warp);
     __syncthreads();  // the buffer is consumed before it is staged again
   }
   tc_cp_wait<0>();
@@ -326,7 +437,8 @@ __global__ void __launch_bounds__(kThreads, tc_fwd_min_blocks<T, W>())
 // [split][K + 1][C] when dw or db is wanted. Shared memory: dy rows, x rows, and at the end the
 // (16 sx x 8) D sums and the warps' db.
 template <typename T, typename W, int S>
-__global__ void __launch_bounds__(kThreads, 4) dw_bwd_cf_tc_kernel(const BwdArgs<T, W> p) {
+__global__ void __launch_bounds__(kThreads, 4)
+    dw_bwd_cf_tc_kernel(const BwdArgs<T, W> p, const TcAlign al) {
   static_assert(sizeof(T) == 2, "half types only");
   T* const sbase = smem_base<T>();
   const int64_t buf = int64_t(p.nsm_dy + p.nsm_x) * 8;  // elements per staging buffer
@@ -352,10 +464,10 @@ __global__ void __launch_bounds__(kThreads, 4) dw_bwd_cf_tc_kernel(const BwdArgs
   auto stage = [&](int64_t wi, T* dst) {
     const int64_t b = udiv(wi, p.ntiles);
     const int64_t p0 = (wi - b * p.ntiles) * p.tile;
-    tc_stage<T>(dst, p.dy + b * p.dysb + c * p.dysc, p0 + p.dlo, p.Lo, p.nsm_dy);
+    tc_stage<T>(dst, p.dy + b * p.dysb + c * p.dysc, p0 + p.dlo, p.Lo, p.nsm_dy, al.dy);
     if (p.want_w) {
       tc_stage<T>(dst + int64_t(p.nsm_dy) * 8, p.x + b * p.xsb + c * p.xsc, p0 - p.pl - p.ox, p.L,
-                  p.nsm_x);
+                  p.nsm_x, al.x);
     }
   };
   if (sidx < p.work) stage(sidx, sbase);
@@ -372,7 +484,7 @@ __global__ void __launch_bounds__(kThreads, 4) dw_bwd_cf_tc_kernel(const BwdArgs
     __syncthreads();
     if (p.want_x) {
       tc_conv_tile<T, W, S>(dys + int64_t(rdx) * 8, p.tile / 128, bf, 0.0f,
-                            p.dx + b * p.dxsb + c * p.dxsc, p0, p.L, lane, warp);
+                            p.dx + b * p.dxsb + c * p.dxsc, p0, p.L, al.out >= 4, lane, warp);
     }
     if (want_wb) {
       // Steps of 32 rows (256 positions): B = DY rows, two k-steps of 16 rows. Lane addresses:

@@ -4,6 +4,7 @@
 // Design notes: csrc/NOTES.md, "Separable CUDA v1".
 #include "common/conv_params.h"
 #include "common/dispatch.h"
+#include "cuda/cublas_gemm.h"
 #include "cuda/cuda_utils.cuh"
 #include "cuda/depthwise_cuda.h"
 #include "cuda/separable_plan.cuh"
@@ -392,9 +393,10 @@ bool launch_dpw_mma(const Tensor& dy, const Tensor& xk, const Tensor& dw,
   return go(std::integral_constant<int, 256>{});
 }
 
-// d pw_weight (Cout, Cin) in the weight dtype. Tensor-core dtypes: fused h recompute + split-K MMA.
-// float64, strict float32, or a window too large for shared memory: h through device memory and
-// a batched matmul (fp32 accumulate inside each batch, then a float sum over the batch).
+// d pw_weight (Cout, Cin) in the weight dtype where the backward is not on cuBLAS (strict float32,
+// float64, TF32 without cuBLAS). TF32: fused h recompute + split-K MMA. float64, strict float32,
+// or a window too large for shared memory: h through device memory and a batched matmul (fp32
+// accumulate inside each batch, then a float sum over the batch).
 Tensor pointwise_weight_grad(const Tensor& dy, const Tensor& xk, const Tensor& dw,
                              const std::optional<Tensor>& dwb, const ConvGeometry& g,
                              bool allow_tf32, ScalarType wt) {
@@ -422,76 +424,176 @@ Tensor pointwise_weight_grad(const Tensor& dy, const Tensor& xk, const Tensor& d
 }
 
 
-// ---- half-precision backward through cuBLAS -------------------------------------------------------
-// bf16/fp16: the two GEMMs of the backward (dh = pw^T dy and d pw = sum dy h^T) run on cuBLAS,
-// with h recomputed into a transient buffer by the depthwise kernel. Neither GEMM gains from
-// fusion here: dh has to reach device memory for the depthwise backward anyway, and the reduction
-// of d pw over (batch, length) is a long-K GEMM that cuBLAS runs near the tensor-core rate, where
-// the fused kernels (one short step per 32 positions, h recomputed per Cout tile) reached about a
-// quarter of it. The autograd graph still holds no B x Cin x L tensor: h lives only inside this
-// call. float32 keeps the fused kernels: cuBLAS follows the matmul TF32 flag, the op the
-// convolution one. Measurements: csrc/NOTES.md, "Separable backward v2".
+// ---- backward GEMMs through cuBLAS: half precision, and float32 on TF32 ----------------------------
+// bf16/fp16, and float32 with the convolution TF32 setting on: the two GEMMs of the backward
+// (dh = pw^T dy and d pw = sum dy h^T) run on cuBLAS, with h recomputed into a transient buffer by
+// the depthwise kernel. Neither GEMM gains from fusion here: dh has to reach device memory for the
+// depthwise backward anyway, and the reduction of d pw over (batch, length) is a long-K GEMM that
+// cuBLAS runs near the tensor-core rate, where the fused kernels (one short step per 32 positions,
+// h recomputed per Cout tile) reached about a quarter of it. cuBLAS is called directly
+// (cublas_gemm.h): float32 needs TF32 compute, which torch's matmul ties to the matmul TF32 flag,
+// not the convolution one; half types skip the dispatcher and write into slices. Without cuBLAS in
+// the process, half types take torch's matmul and float32 the fused kernels. Strict float32 and
+// float64 always keep the fused kernels.
+//
+// Memory: the transient B x Cin x L buffers (h, dh) are made in batch chunks when large, so that a
+// training step's peak holds a slice of them, not a second intermediate: h in two halves through
+// one reused buffer, dh chunk by chunk into the part of dx not yet written (halving chunks: each
+// chunk's dh fits in the rows of dx that later chunks fill), the last chunk in a small buffer of
+// its own. The autograd graph holds no B x Cin x L tensor either: h lives only inside this call.
+// Measurements: csrc/NOTES.md, "Separable backward v2" and "Ninth session".
 
-// aten::mm.dtype / aten::bmm.dtype: half inputs, float32 result (cuBLAS, fp32 accumulation).
-Tensor gemm_f32_out(const char* op, const Tensor& a, const Tensor& b) {
-  std::array<StableIValue, 3> stack{torch::stable::detail::from(a), torch::stable::detail::from(b),
-                                    torch::stable::detail::from(ScalarType::Float)};
-  STABLE_TORCH_ERROR_CODE_CHECK(torch_call_dispatcher(op, "dtype", stack.data(), TORCH_ABI_VERSION));
-  return torch::stable::detail::to<Tensor>(stack[0]);
+// The backward's GEMMs take cuBLAS (or, for half types without it, torch's matmul).
+bool backward_on_cublas(ScalarType xt, bool allow_tf32) {
+  return is_half_type(xt) || (xt == ScalarType::Float && allow_tf32 && cublas_available());
 }
 
-// aten::bmm in the inputs' dtype.
-Tensor bmm(const Tensor& a, const Tensor& b) {
-  std::array<StableIValue, 2> stack{torch::stable::detail::from(a), torch::stable::detail::from(b)};
-  STABLE_TORCH_ERROR_CODE_CHECK(torch_call_dispatcher("aten::bmm", "", stack.data(), TORCH_ABI_VERSION));
-  return torch::stable::detail::to<Tensor>(stack[0]);
+// out = a @ b (2-d, or 3-d batched) into out (float32, or a's dtype).
+void gemm_into(const Tensor& a, const Tensor& b, Tensor& out) {
+  if (cublas_available()) {
+    cublas_matmul_into(a, b, out);
+    return;
+  }
+  // torch's matmul: half types only (float32 takes this path only when cuBLAS is there).
+  const bool f32_out = out.scalar_type() == ScalarType::Float && a.scalar_type() != ScalarType::Float;
+  const char* op = a.dim() == 3 ? "aten::bmm" : "aten::mm";
+  Tensor r;
+  if (f32_out) {
+    std::array<StableIValue, 3> stack{torch::stable::detail::from(a), torch::stable::detail::from(b),
+                                      torch::stable::detail::from(ScalarType::Float)};
+    STABLE_TORCH_ERROR_CODE_CHECK(torch_call_dispatcher(op, "dtype", stack.data(), TORCH_ABI_VERSION));
+    r = torch::stable::detail::to<Tensor>(stack[0]);
+  } else {
+    std::array<StableIValue, 2> stack{torch::stable::detail::from(a), torch::stable::detail::from(b)};
+    STABLE_TORCH_ERROR_CODE_CHECK(torch_call_dispatcher(op, "", stack.data(), TORCH_ABI_VERSION));
+    r = torch::stable::detail::to<Tensor>(stack[0]);
+  }
+  torch::stable::copy_(out, r);
 }
 
 Tensor to_dtype(const Tensor& t, ScalarType dt) {
   return t.scalar_type() == dt ? t : torch::stable::to(t, std::optional<ScalarType>(dt));
 }
 
-// d pw (Cout, Cin) in dtype wt for half x: h = depthwise(x) + dw_bias in x's dtype (what the
-// forward's MMA rounds h to), then one float32-output GEMM over all (b, j). With want_bias, h gets
-// 8 extra channels of ones, so the same GEMM also yields d pw_bias = sum_{b,j} dy (column Cin; 8
-// keeps the leading dimensions multiples of 8): a strided torch sum over dims (0, 2) of dy took
-// 113 us at the seed shape, as long as the GEMM.
-//  - channel-last: dy and h are (B*L, C) row-major matrices: d pw = dy^T h, no copies.
-//  - channel-first: either per-batch products (B, Cout, Ce) in float32, summed over b by
-//    sep_dpw_reduce_kernel in batch order, or h written as (Ce, B*L) and a (Cout, B*L) copy of dy
-//    in one GEMM, whichever moves fewer extra bytes.
+// Transient buffers of at least this size are made in batch chunks (see above). Chunks cost GPU
+// time (bf16 seed backward 244 -> 283 us: smaller GEMMs, more launches, float32 weight-gradient
+// parts) and host time (~35 us each on the H200 host), so only transients of 64 MiB and more,
+// where the saving is worth it, are chunked. SEPCONV1D_BWD_CHUNK_MIB (A/B runs and tests)
+// overrides the threshold; 0 turns chunking off.
+int64_t chunk_min_bytes() {
+  const char* env = std::getenv("SEPCONV1D_BWD_CHUNK_MIB");
+  if (env == nullptr || *env == '\0') return int64_t(64) << 20;
+  const long long mib = std::atoll(env);
+  return mib <= 0 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(mib) << 20;
+}
+
+// Batches per chunk of the h recompute for d pw: half the batch when h is large (the d pw phase
+// also holds the float32 per-batch products; half of h keeps it below the dh phase's peak).
+int64_t h_chunk_batches(const ConvGeometry& g, int64_t elt) {
+  const int64_t bytes = g.batch * g.channels * g.out_length * elt;
+  return bytes < chunk_min_bytes() ? g.batch : ceil_div(g.batch, 2);
+}
+
+// One chunk of the dh / depthwise-backward loop: batches [b0, b0 + n); in_dx: its dh lives in the
+// rows of dx from b0 + n on (written by later chunks), else in a buffer of its own.
+struct DhChunk {
+  int64_t b0, n;
+  bool in_dx;
+};
+
+std::vector<DhChunk> dh_chunks(const ConvGeometry& g, int64_t elt, bool have_dx) {
+  const int64_t B = g.batch;
+  const int64_t bytes = B * g.channels * g.out_length * elt;
+  if (bytes < chunk_min_bytes() || B < 2) return {{0, B, false}};
+  std::vector<DhChunk> out;
+  if (have_dx && g.out_length <= g.length) {
+    // Halving: a chunk of n = rest / 2 batches fits in the rest - n >= n later rows of dx (each
+    // Cin x L >= Cin x Lo). The last eighth of the batch takes its own buffer.
+    const int64_t last = ceil_div(B, 8);
+    int64_t b0 = 0;
+    while (B - b0 > last) {
+      const int64_t n = (B - b0) / 2;
+      out.push_back({b0, n, true});
+      b0 += n;
+    }
+    out.push_back({b0, B - b0, false});
+    return out;
+  }
+  const int64_t n = ceil_div(B, 4);
+  for (int64_t b0 = 0; b0 < B; b0 += n) out.push_back({b0, std::min(n, B - b0), false});
+  return out;
+}
+
+// Batches [b0, b0 + n) of t (a view).
+Tensor batch_slice(const Tensor& t, int64_t b0, int64_t n) {
+  Tensor v = t;
+  return torch::stable::narrow(v, 0, b0, n);
+}
+
+ConvGeometry with_batch(ConvGeometry g, int64_t batch) {
+  g.batch = batch;
+  return g;
+}
+
+// d pw (Cout, Cin) in dtype wt for half x, or float32 x on TF32: h = depthwise(x) + dw_bias in x's
+// dtype (half: what the forward's MMA rounds h to; float32: cuBLAS rounds it to TF32 as the
+// forward's MMA does), then float32-output GEMMs over all (b, j). With want_bias, h gets 8 extra
+// channels of ones, so the same GEMM also yields d pw_bias = sum_{b,j} dy (column Cin; 8 keeps the
+// leading dimensions multiples of 8): a strided torch sum over dims (0, 2) of dy took 113 us at
+// the seed shape, as long as the GEMM.
+//  - channel-last: dy and h are (B*L, C) row-major matrices: d pw = dy^T h per batch chunk.
+//  - channel-first: either per-batch products (B, Cout, Ce), or h written as (Ce, B*L) and a
+//    (Cout, B*L) copy of dy in one GEMM, whichever moves fewer extra bytes.
+// The float32 partial products (S, Cout, Ce) are summed in order by sep_dpw_reduce_kernel.
 std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
     const Tensor& dy, const Tensor& xk, const Tensor& dw, const std::optional<Tensor>& dwb,
     const ConvGeometry& g, ScalarType wt, bool want_bias) {
   const ScalarType xt = xk.scalar_type();
   const int64_t B = g.batch, Cin = g.channels, Cout = g.out_channels, Lo = g.out_length;
   const int64_t Ce = Cin + (want_bias ? 8 : 0);  // h channels: Cin, then ones
+  const int64_t elt = static_cast<int64_t>(xk.element_size());
   ConvGeometry gd = g;
   gd.out_channels = Cin;
-  // hbuf holds h with the channel dimension at `cdim`; h is its (B, Cin, L) view.
+  // hbuf holds h with the channel dimension at `cdim` (ones written once: the depthwise writes
+  // only channels [0, Cin) of each chunk).
   auto fill_ones = [&](Tensor& hbuf, int64_t cdim) {
     if (!want_bias) return;
     Tensor ones = torch::stable::narrow(hbuf, cdim, Cin, Ce - Cin);
     torch::stable::fill_(ones, 1.0);
   };
-  Tensor prod;  // float32 (B, Cout, Ce) per-batch products, or (Cout, Ce)
+  const int64_t nb = h_chunk_batches(g, elt);
+  Tensor prod;  // float32 (S, Cout, Ce) partial products
   if (is_channels_last(xk)) {
-    Tensor hbuf = torch::stable::empty({B, Lo, Ce}, xt, std::nullopt, xk.device());
-    Tensor h = torch::stable::transpose(torch::stable::narrow(hbuf, 2, 0, Cin), 1, 2);
-    depthwise_forward_into(xk, dw, dwb, gd, h);
+    const int64_t S = ceil_div(B, nb);
+    prod = torch::stable::empty({S, Cout, Ce}, ScalarType::Float, std::nullopt, xk.device());
+    Tensor hbuf = torch::stable::empty({nb, Lo, Ce}, xt, std::nullopt, xk.device());
     fill_ones(hbuf, 2);
-    const Tensor h2 = torch::stable::reshape(hbuf, {B * Lo, Ce});
-    const Tensor d2 = torch::stable::reshape(torch::stable::transpose(dy, 1, 2), {B * Lo, Cout});
-    prod = gemm_f32_out("aten::mm", torch::stable::transpose(d2, 0, 1), h2);
+    const Tensor dyt = torch::stable::transpose(dy, 1, 2);  // (B, Lo, Cout), rows of unit stride
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t b0 = s * nb, n = std::min(nb, B - b0);
+      Tensor hb = torch::stable::narrow(hbuf, 0, 0, n);
+      Tensor h = torch::stable::transpose(torch::stable::narrow(hb, 2, 0, Cin), 1, 2);
+      depthwise_forward_into(batch_slice(xk, b0, n), dw, dwb, with_batch(gd, n), h);
+      const Tensor h2 = torch::stable::reshape(hb, {n * Lo, Ce});
+      const Tensor d2 = torch::stable::reshape(batch_slice(dyt, b0, n), {n * Lo, Cout});
+      Tensor ps = torch::stable::select(prod, 0, s);
+      gemm_into(torch::stable::transpose(d2, 0, 1), h2, ps);
+    }
   } else {
     const int64_t partial_bytes = 2 * B * Cout * Ce * 4;
     const int64_t copy_bytes = 2 * B * Cout * Lo * static_cast<int64_t>(dy.element_size());
     if (B == 1 || partial_bytes <= 2 * copy_bytes) {  // the strided copy runs at ~1.5 TB/s
-      Tensor hbuf = torch::stable::empty({B, Ce, Lo}, xt, std::nullopt, xk.device());
-      Tensor h = torch::stable::narrow(hbuf, 1, 0, Cin);
-      depthwise_forward_into(xk, dw, dwb, gd, h);
+      prod = torch::stable::empty({B, Cout, Ce}, ScalarType::Float, std::nullopt, xk.device());
+      Tensor hbuf = torch::stable::empty({nb, Ce, Lo}, xt, std::nullopt, xk.device());
       fill_ones(hbuf, 1);
-      prod = gemm_f32_out("aten::bmm", dy, torch::stable::transpose(hbuf, 1, 2));
+      for (int64_t b0 = 0; b0 < B; b0 += nb) {
+        const int64_t n = std::min(nb, B - b0);
+        Tensor hb = torch::stable::narrow(hbuf, 0, 0, n);
+        Tensor h = torch::stable::narrow(hb, 1, 0, Cin);
+        depthwise_forward_into(batch_slice(xk, b0, n), dw, dwb, with_batch(gd, n), h);
+        Tensor ps = torch::stable::narrow(prod, 0, b0, n);
+        gemm_into(batch_slice(dy, b0, n), torch::stable::transpose(hb, 1, 2), ps);
+      }
     } else {
       // h as (Ce, B, L): the depthwise kernel takes any batch/channel strides with unit L stride.
       Tensor hbuf = torch::stable::empty({Ce, B, Lo}, xt, std::nullopt, xk.device());
@@ -501,12 +603,14 @@ std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
       const Tensor d2 = torch::stable::reshape(
           torch::stable::contiguous(torch::stable::transpose(dy, 0, 1)), {Cout, B * Lo});
       const Tensor h2 = torch::stable::reshape(hbuf, {Ce, B * Lo});
-      prod = gemm_f32_out("aten::mm", d2, torch::stable::transpose(h2, 0, 1));
+      prod = torch::stable::empty({1, Cout, Ce}, ScalarType::Float, std::nullopt, xk.device());
+      Tensor ps = torch::stable::select(prod, 0, 0);
+      gemm_into(d2, torch::stable::transpose(h2, 0, 1), ps);
     }
   }
-  // prod: float32 (S, Cout, Ce) or (Cout, Ce), contiguous. One kernel sums the S per-batch
-  // products in order and writes d pw (and d pw_bias) in the weight dtype.
-  const int splits = prod.dim() == 3 ? static_cast<int>(prod.size(0)) : 1;
+  // One kernel sums the S partial products in order and writes d pw (and d pw_bias) in the
+  // weight dtype.
+  const int splits = static_cast<int>(prod.size(0));
   Tensor gw = torch::stable::empty({Cout, Cin}, wt, std::nullopt, xk.device());
   std::optional<Tensor> gb;
   if (want_bias) gb = torch::stable::empty({Cout}, wt, std::nullopt, xk.device());
@@ -522,21 +626,97 @@ std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
   return {gw, gb};
 }
 
-// dh = pw^T dy (B, Cin, L) in x's dtype and layout, for half x (pw rounded to x's dtype, as the
-// forward's MMA operand; fp32 accumulation in cuBLAS).
-Tensor pointwise_input_grad_gemm(const Tensor& dy, const Tensor& pw, const Tensor& xk,
-                                 const ConvGeometry& g) {
-  const Tensor w = contiguous_if_needed(to_dtype(pw, xk.scalar_type()));  // (Cout, Cin)
-  const int64_t B = g.batch, Cin = g.channels, Cout = g.out_channels, Lo = g.out_length;
-  if (is_channels_last(xk)) {  // (B*L, Cout) @ (Cout, Cin) -> (B*L, Cin): one GEMM
-    const Tensor d2 = torch::stable::reshape(torch::stable::transpose(dy, 1, 2), {B * Lo, Cout});
-    const Tensor r = torch::stable::matmul(d2, w);
-    return torch::stable::transpose(torch::stable::reshape(r, {B, Lo, Cin}), 1, 2);
+// dh = pw^T dy into dh (n, Cin, Lo) in x's dtype and layout, for half x (pw rounded to x's dtype
+// by the caller, as the forward's MMA operand; fp32 accumulation) or float32 x on TF32.
+// dy: (n, Cout, Lo) in the same layout; w: (Cout, Cin) contiguous.
+void pointwise_input_grad_into(const Tensor& dy, const Tensor& w, Tensor& dh) {
+  const int64_t n = dy.size(0), Cout = dy.size(1), Lo = dy.size(2), Cin = dh.size(1);
+  if (is_channels_last(dh)) {  // (n*L, Cout) @ (Cout, Cin) -> (n*L, Cin): one GEMM
+    const Tensor d2 = torch::stable::reshape(torch::stable::transpose(dy, 1, 2), {n * Lo, Cout});
+    Tensor r = torch::stable::reshape(torch::stable::transpose(dh, 1, 2), {n * Lo, Cin});
+    gemm_into(d2, w, r);
+    return;
   }
   // Batched GEMM with pw^T shared by every batch (zero batch stride: no copy of pw per batch).
-  const Tensor wt3 = torch::stable::from_blob(const_cast<void*>(w.const_data_ptr()), {B, Cin, Cout},
+  const Tensor wt3 = torch::stable::from_blob(const_cast<void*>(w.const_data_ptr()), {n, Cin, Cout},
                                               {0, 1, Cin}, w.device(), w.scalar_type());
-  return bmm(wt3, dy);
+  gemm_into(wt3, dy, dh);
+}
+
+// dx, d dw_weight, d dw_bias for the cuBLAS path: dh = pw^T dy, then the depthwise backward, in
+// the batch chunks of dh_chunks. With several chunks the depthwise weight gradients come from each
+// chunk in float32 (weights as float32) and are summed in chunk order: deterministic.
+std::tuple<std::optional<Tensor>, std::optional<Tensor>, std::optional<Tensor>>
+depthwise_grads_gemm(const Tensor& dy, const Tensor& xk, const Tensor& dw, const Tensor& pw,
+                     const ConvGeometry& g, ScalarType wt, bool need_x, bool need_w, bool need_b) {
+  const ScalarType xt = xk.scalar_type();
+  const int64_t B = g.batch, Cin = g.channels, Lo = g.out_length;
+  const bool cl = is_channels_last(xk);
+  const int64_t elt = static_cast<int64_t>(xk.element_size());
+  ConvGeometry gd = g;
+  gd.out_channels = Cin;
+  const Tensor w = contiguous_if_needed(to_dtype(pw, xt));  // (Cout, Cin)
+  std::optional<Tensor> gx, gdw, gdb;
+  if (need_x) gx = new_activation(xk, Cin, g.length, xt);
+  const std::vector<DhChunk> chunks = dh_chunks(g, elt, need_x);
+  const int64_t S = static_cast<int64_t>(chunks.size());
+  // Weight gradients: straight into the result with one chunk, else float32 parts (S, C, K) / (S, C).
+  const Tensor wdw = S > 1 ? to_dtype(dw, ScalarType::Float) : dw;
+  std::optional<Tensor> pw_parts, pb_parts;
+  if (need_w) {
+    pw_parts = S > 1 ? torch::stable::empty({S, Cin, g.kernel_size}, ScalarType::Float,
+                                            std::nullopt, xk.device())
+                     : new_param_grad(dw, wt);
+  }
+  if (need_b) {
+    pb_parts = S > 1 ? torch::stable::empty({S, Cin}, ScalarType::Float, std::nullopt, xk.device())
+                     : torch::stable::empty({Cin}, wt, std::nullopt, xk.device());
+  }
+  // A dh buffer for the chunks that do not live in dx: the largest of them.
+  int64_t own = 0;
+  for (const DhChunk& c : chunks) own = c.in_dx ? own : std::max(own, c.n);
+  std::optional<Tensor> own_buf;
+  if (own > 0) own_buf = new_activation(batch_slice(xk, 0, own), Cin, Lo, xt);
+  for (int64_t s = 0; s < S; ++s) {
+    const DhChunk& c = chunks[static_cast<size_t>(s)];
+    Tensor dh;
+    if (c.in_dx) {
+      // dh (n, Cin, Lo) in x's layout, packed at the start of dx's rows b0 + n ...
+      char* base = static_cast<char*>(gx->data_ptr()) + (c.b0 + c.n) * gx->stride(0) * elt;
+      dh = cl ? torch::stable::from_blob(base, {c.n, Cin, Lo}, {Lo * Cin, 1, Cin}, xk.device(), xt)
+              : torch::stable::from_blob(base, {c.n, Cin, Lo}, {Cin * Lo, Lo, 1}, xk.device(), xt);
+    } else {
+      dh = torch::stable::narrow(*own_buf, 0, 0, c.n);
+    }
+    pointwise_input_grad_into(batch_slice(dy, c.b0, c.n), w, dh);
+    std::optional<Tensor> dxs, dws, dbs;
+    if (need_x) dxs = torch::stable::narrow(*gx, 0, c.b0, c.n);
+    if (need_w) dws = S > 1 ? torch::stable::select(*pw_parts, 0, s) : *pw_parts;
+    if (need_b) dbs = S > 1 ? torch::stable::select(*pb_parts, 0, s) : *pb_parts;
+    depthwise_backward_into(dh, batch_slice(xk, c.b0, c.n), wdw, with_batch(gd, c.n),
+                            dxs ? &*dxs : nullptr, dws ? &*dws : nullptr, dbs ? &*dbs : nullptr);
+  }
+  if (S == 1) return {gx, pw_parts, pb_parts};
+  // Chunk parts summed in chunk order into the weight dtype (the ordered split reduction of d pw,
+  // with rows of K or 1 floats).
+  auto total = [&](const Tensor& parts, int64_t width, std::optional<Tensor>& outp) {
+    Tensor out = torch::stable::empty({Cin, width}, wt, std::nullopt, xk.device());
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(Cin * width, 256), 4096));
+    dispatch_dtypes(xt, wt, "separable_conv1d_backward", [&](auto, auto wtag) {
+      using Tw = native_t<typename decltype(wtag)::type>;
+      sep_dpw_reduce_kernel<Tw><<<blocks, 256, 0, current_stream(xk)>>>(
+          static_cast<const float*>(parts.const_data_ptr()), static_cast<Tw*>(out.data_ptr()), nullptr,
+          Cin, width, width, static_cast<int>(S));
+      check_launch("sep_dpw_reduce_kernel");
+    });
+    outp = out;
+  };
+  if (need_w) total(*pw_parts, g.kernel_size, gdw);
+  if (need_b) {
+    total(*pb_parts, 1, gdb);
+    gdb = torch::stable::reshape(*gdb, {Cin});
+  }
+  return {gx, gdw, gdb};
 }
 
 // Fills `out` (weight dtype) with zeros.
@@ -571,8 +751,8 @@ separable_conv1d_backward_cuda(const Tensor& grad_out, const Tensor& x, const Te
   std::optional<Tensor> gx, gdw, gdb, gpw, gpb;
   const bool empty_dy = grad_out.numel() == 0;
 
-  const bool gemm_path = is_half_type(x.scalar_type());
-  // The half-precision GEMM path computes d pw_bias along with d pw_weight.
+  const bool gemm_path = backward_on_cublas(x.scalar_type(), allow_tf32);
+  // The cuBLAS path computes d pw_bias along with d pw_weight.
   const bool pwb_by_gemm = gemm_path && need_grad_pw_weight && !empty_dy && g.channels > 0;
   if (need_grad_pw_bias && !pwb_by_gemm) {
     if (empty_dy) {
@@ -612,10 +792,11 @@ separable_conv1d_backward_cuda(const Tensor& grad_out, const Tensor& x, const Te
       if (need_grad_dw_weight) gdw = zeros_like_param(dw);
       if (need_grad_dw_bias) gdb = torch::stable::new_zeros(dw, {g.channels}, wt);
     } else {
-      Tensor dh;
       if (gemm_path) {
-        dh = pointwise_input_grad_gemm(dy, pw, xk, g);
+        std::tie(gx, gdw, gdb) = depthwise_grads_gemm(dy, xk, dw, pw, g, wt, need_grad_x,
+                                                      need_grad_dw_weight, need_grad_dw_bias);
       } else {
+        Tensor dh;
         // dh = pw^T dy: the fused kernel with an identity depthwise over Cout "input" channels.
         dh = new_activation(xk, g.channels, g.out_length, x.scalar_type());
         const ConvGeometry gp = pointwise_geometry(g.batch, g.out_channels, g.channels, g.out_length);
@@ -623,12 +804,9 @@ separable_conv1d_backward_cuda(const Tensor& grad_out, const Tensor& x, const Te
         PwSource src{&pw, /*so=*/1, /*sc=*/pw.stride(0), &none, nullptr, &none, true};
         STD_TORCH_CHECK(run_fused(dy, dh, gp, src, allow_tf32),
                         "sepconv1d: separable_conv1d_backward dh launch does not fit");
+        std::tie(gx, gdw, gdb) = depthwise_backward(dh, xk, dw, gd, need_grad_x,
+                                                    need_grad_dw_weight, need_grad_dw_bias);
       }
-      auto res = depthwise_backward(dh, xk, dw, gd, need_grad_x, need_grad_dw_weight,
-                                    need_grad_dw_bias);
-      gx = std::get<0>(res);
-      gdw = std::get<1>(res);
-      gdb = std::get<2>(res);
     }
   }
   return {gx, shaped_like(gdw, dw_weight, 1), gdb, shaped_like(gpw, pw_weight, 2), gpb};
