@@ -76,18 +76,21 @@ def test_forward_matches_reference(device, kernel_size, layout, dtypes):
     assert checked > 0
 
 
-def _check_grads(inputs, grads, grad_out, stride, pads, dilation, tolerance, what):
-    """grads (those of the tensors among inputs = x, dw, dwb, pw, pwb, in order) against float64.
-    With half activations the GPU backward carries dh = pw^T dy in x's precision, as eager does,
-    and the weight gradients sum dh * x over B*L: each error is judged against the sum of |terms|,
-    not against a result that cancellation can make small. tolerance(t): tolerance for t's grad."""
+GRAD_NAMES = ("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias")
+
+
+def _check_grads(inputs, grads, grad_out, stride, pads, dilation, tolerance, what, asked=GRAD_NAMES):
+    """grads (those of the tensors among inputs = x, dw, dwb, pw, pwb whose name is in `asked`, in
+    order; None inputs are absent parameters) against float64. With half activations the GPU
+    backward carries dh = pw^T dy in x's precision, as eager does, and the weight gradients sum
+    dh * x over B*L: each error is judged against the sum of |terms|, not against a result that
+    cancellation can make small. tolerance(t): tolerance for t's grad."""
     fn = lambda a, b, c, d, e: unfolded_separable(a, b, c, d, e, stride, *pads, dilation)  # noqa: E731
     refs = reference_grads(fn, inputs, grad_out)
     mags = reference_grad_magnitudes(fn, inputs, grad_out)
     got_grads = iter(grads)
-    for name, t, ref, mag in zip(("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias"), inputs, refs, mags,
-                                 strict=True):
-        if t is None:
+    for name, t, ref, mag in zip(GRAD_NAMES, inputs, refs, mags, strict=True):
+        if t is None or name not in asked:
             continue
         got = next(got_grads)
         assert got.dtype == t.dtype, name
@@ -252,27 +255,20 @@ def test_tf32_backward_cases_match_reference(device, layout, case):
     out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, stride=stride, padding=pads, dilation=dilation)
     grad_out = make_activation(batch, cout, out.shape[2], torch.float32, device, layout)
     inputs = [x, dw, dwb, pw, pwb]
-    fn = lambda a, b, c, d, e: unfolded_separable(a, b, c, d, e, stride, *pads, dilation)  # noqa: E731
-    refs = reference_grads(fn, inputs, grad_out)
-    mags = reference_grad_magnitudes(fn, inputs, grad_out)
-    checks = [(n, t, r, m) for n, t, r, m in zip(("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias"),
-                                                   inputs, refs, mags, strict=True) if t is not None]
-    names = [c[0] for c in checks]
-    for wanted in [names] + [[n] for n in names]:
+    names = [n for n, t in zip(GRAD_NAMES, inputs, strict=True) if t is not None]
+    what = f"TF32 {cin}->{cout} K={kernel_size} L={length} {layout}"
+    poison_allocator(device, x.numel() * 4)
+    grads = torch.autograd.grad(out, [t for t in inputs if t is not None], grad_out)
+    _check_grads(inputs, grads, grad_out, stride, pads, dilation, lambda t: TF32_TOLERANCE, what)
+    for name in names:  # one gradient asked of the operator itself: the others must not be computed
+        flags = [n == name for n in GRAD_NAMES]
         poison_allocator(device, x.numel() * 4)
-        if wanted == names:
-            grads = torch.autograd.grad(out, [c[1] for c in checks], grad_out)
-        else:  # one gradient asked of the operator itself: the others must not be computed
-            flags = [n in wanted for n in ("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias")]
-            grads = torch.ops.sepconv1d.separable_conv1d_backward(
-                grad_out, x.detach(), dw.detach(), None if dwb is None else dwb.detach(), pw.detach(),
-                stride, *pads, dilation, True, *flags)
-            assert all((g is not None) == f for g, f in zip(grads, flags, strict=True)), wanted
-            grads = [g for g in grads if g is not None]
-        for (name, _, ref, mag), got in zip([c for c in checks if c[0] in wanted], grads, strict=True):
-            assert_close_to_reference(got.reshape(ref.shape), ref, TF32_TOLERANCE,
-                                      f"grad {name} ({len(wanted)} asked) TF32 {cin}->{cout} "
-                                      f"K={kernel_size} L={length} {layout}", scale=mag)
+        grads = torch.ops.sepconv1d.separable_conv1d_backward(
+            grad_out, x.detach(), dw.detach(), None if dwb is None else dwb.detach(), pw.detach(),
+            stride, *pads, dilation, True, *flags)
+        assert all((g is not None) == f for g, f in zip(grads, flags, strict=True)), name
+        _check_grads(inputs, [g for g in grads if g is not None], grad_out, stride, pads, dilation,
+                     lambda t: TF32_TOLERANCE, f"{what} (only {name} asked)", asked=(name,))
 
 
 def test_tf32_backward_runs_on_cublas(device):
@@ -373,15 +369,8 @@ def test_chunked_backward_matches_reference(device, monkeypatch, layout, dtype, 
     poison_allocator(device, x.numel() * x.element_size())
     grads = torch.autograd.grad(out, wanted, grad_out)
     tol = TF32_TOLERANCE if dtype == torch.float32 else tolerance_for(dtype)
-    fn = lambda a, b, c, d, e: unfolded_separable(a, b, c, d, e, 1, *pads, 1)  # noqa: E731
-    refs = reference_grads(fn, inputs, grad_out)
-    mags = reference_grad_magnitudes(fn, inputs, grad_out)
-    got = iter(grads)
-    for name, t, ref, mag in zip(("x", "dw_weight", "dw_bias", "pw_weight", "pw_bias"), inputs, refs, mags,
-                                 strict=True):
-        if t.requires_grad:
-            assert_close_to_reference(next(got), ref, tol, f"grad {name} chunked {case} {layout} {dtype}",
-                                      scale=mag)
+    _check_grads(inputs, grads, grad_out, 1, pads, 1, lambda t: tol, f"chunked {case} {layout} {dtype}",
+                 asked=[n for n, t in zip(GRAD_NAMES, inputs, strict=True) if t.requires_grad])
 
 
 def test_backward_peak_memory_holds_a_slice_of_the_intermediate(device):

@@ -234,15 +234,5 @@ void cublas_matmul_into(const Tensor& a_in, const Tensor& b_in, Tensor& out) {
                "cublasGemmStridedBatchedEx");
 }
 
-Tensor cublas_matmul(const Tensor& a, const Tensor& b, ScalarType out_dtype) {
-  const int64_t d = a.dim();
-  Tensor out = d == 3 ? torch::stable::empty({a.size(0), a.size(1), b.size(2)}, out_dtype,
-                                             std::nullopt, a.device())
-                      : torch::stable::empty({a.size(0), b.size(1)}, out_dtype, std::nullopt,
-                                             a.device());
-  cublas_matmul_into(a, b, out);
-  return out;
-}
-
 }  // namespace cuda
 }  // namespace sepconv1d

@@ -22,9 +22,5 @@ bool cublas_available();
 void cublas_matmul_into(const torch::stable::Tensor& a, const torch::stable::Tensor& b,
                         torch::stable::Tensor& out);
 
-// The same into a new contiguous tensor of dtype out_dtype.
-torch::stable::Tensor cublas_matmul(const torch::stable::Tensor& a, const torch::stable::Tensor& b,
-                                    torch::headeronly::ScalarType out_dtype);
-
 }  // namespace cuda
 }  // namespace sepconv1d

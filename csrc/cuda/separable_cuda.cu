@@ -487,11 +487,15 @@ int64_t chunk_min_bytes() {
   return mib <= 0 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(mib) << 20;
 }
 
-// Batches per chunk of the h recompute for d pw: half the batch when h is large (the d pw phase
+// Whether the B x Cin x Lo transients (h, dh; elt bytes per element) are made in batch chunks.
+bool chunk_transients(const ConvGeometry& g, int64_t elt) {
+  return g.batch >= 2 && g.batch * g.channels * g.out_length * elt >= chunk_min_bytes();
+}
+
+// Batches per chunk of the h recompute for d pw: half the batch when chunked (the d pw phase
 // also holds the float32 per-batch products; half of h keeps it below the dh phase's peak).
 int64_t h_chunk_batches(const ConvGeometry& g, int64_t elt) {
-  const int64_t bytes = g.batch * g.channels * g.out_length * elt;
-  return bytes < chunk_min_bytes() ? g.batch : ceil_div(g.batch, 2);
+  return chunk_transients(g, elt) ? ceil_div(g.batch, 2) : g.batch;
 }
 
 // One chunk of the dh / depthwise-backward loop: batches [b0, b0 + n); in_dx: its dh lives in the
@@ -503,8 +507,7 @@ struct DhChunk {
 
 std::vector<DhChunk> dh_chunks(const ConvGeometry& g, int64_t elt, bool have_dx) {
   const int64_t B = g.batch;
-  const int64_t bytes = B * g.channels * g.out_length * elt;
-  if (bytes < chunk_min_bytes() || B < 2) return {{0, B, false}};
+  if (!chunk_transients(g, elt)) return {{0, B, false}};
   std::vector<DhChunk> out;
   if (have_dx && g.out_length <= g.length) {
     // Halving: a chunk of n = rest / 2 batches fits in the rest - n >= n later rows of dx (each
@@ -596,6 +599,8 @@ std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
       }
     } else {
       // h as (Ce, B, L): the depthwise kernel takes any batch/channel strides with unit L stride.
+      // Not chunked: this branch serves short rows, where the per-batch products would outweigh
+      // h and the copy of dy.
       Tensor hbuf = torch::stable::empty({Ce, B, Lo}, xt, std::nullopt, xk.device());
       Tensor h = torch::stable::transpose(torch::stable::narrow(hbuf, 0, 0, Cin), 0, 1);
       depthwise_forward_into(xk, dw, dwb, gd, h);
