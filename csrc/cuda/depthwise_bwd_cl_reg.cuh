@@ -111,35 +111,6 @@ inline int64_t cl_bwd_reg_smem_floats(int64_t cb, bool want_x, bool want_wb) {
   return (want_x ? K_ * cb * NV : 0) + (want_wb && pb > 1 ? int64_t(kThreads) * (K_ + 1) * NV : 0);
 }
 
-// Resident blocks per SM of kern with smem bytes of dynamic shared memory (occupancy API, cached
-// per kernel, device and size), for a launch of exactly one wave; the emulator, or a failed
-// query, gives `fallback` (the __launch_bounds__ minimum).
-template <typename Kern>
-int64_t cl_bwd_reg_resident(Kern kern, size_t smem, int device, int fallback) {
-#ifdef DW_EMULATE
-  (void)kern;
-  (void)smem;
-  (void)device;
-  return fallback;
-#else
-  static std::mutex mu;
-  static std::map<std::tuple<const void*, int, size_t>, int> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_tuple(reinterpret_cast<const void*>(kern), device, smem);
-  auto it = cache.find(key);
-  if (it == cache.end()) {
-    int nb = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kern, kThreads, smem) != cudaSuccess) {
-      (void)cudaGetLastError();  // a sizing hint only: clear this call's error
-      nb = 0;
-    }
-    if (nb < 1) nb = fallback;
-    it = cache.emplace(key, nb).first;
-  }
-  return it->second;
-#endif
-}
-
 // p.tile: CB, channel vectors per block (a power of two <= kThreads); p.ntiles: work items per
 // batch (cl_bwd_reg_ntiles); p.work = B * p.ntiles; p.split: blocks per channel group (grid =
 // ceil(ceil(C / NV) / CB) * split); p.part: [split][K+1][C] when dw or db is wanted. Dynamic
