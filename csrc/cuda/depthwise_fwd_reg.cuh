@@ -290,17 +290,18 @@ struct ClReg {
   static_assert(sizeof(T) == 4 || sizeof(T) == 2, "float, half or bfloat16 activations");
   // Chosen for 0 spills (ptxas sm_90): half types 8-byte vectors (4 channels) of 8 positions for
   // K = 3, else 4-byte vectors (2 channels) of 16 positions; float 8-byte vectors (2 channels) of
-  // 8 positions for K <= 4, 4-byte (1 channel) of 16 positions for K = 5 and 24 for K = 9 (halo
-  // re-reads 33% instead of 50% of the rows: 79.7 -> 81.0% of copy on the H200).
+  // 8 positions for K <= 4, 4-byte (1 channel) of 16 positions for K = 5 and 32 for K = 9 (halo
+  // re-reads 25% of the rows: 16 -> 24 -> 32 positions took 79.7 -> 81.0 -> 82.6% of copy on the
+  // H200; 32 at 80 registers, 6 blocks per SM, 0 spills).
   static constexpr bool kHalf = sizeof(T) == 2;
   static constexpr int VB = kHalf ? (K_ == 3 ? 8 : 4) : (K_ <= 4 ? 8 : 4);  // bytes per row
   static constexpr int NV = int(VB / sizeof(T));  // channels per thread
   static constexpr int WPV = VB / 4;              // 32-bit words per row vector
-  static constexpr int TP = kHalf ? (K_ == 3 ? 8 : 16) : (K_ <= 4 ? 8 : (K_ == 9 ? 24 : 16));
+  static constexpr int TP = kHalf ? (K_ == 3 ? 8 : 16) : (K_ <= 4 ? 8 : (K_ == 9 ? 32 : 16));
   static constexpr int R = TP + K_ - 1;           // input rows per work item
-  // Blocks per SM for __launch_bounds__: 64 registers (32 warps per SM); K = 9 needs 80 (half
-  // types, 24 warps) or 72 (float with 24 positions, 28 warps) for 0 spills.
-  static constexpr int kMinBlocks = K_ == 9 ? (kHalf ? 6 : 7) : 8;
+  // Blocks per SM for __launch_bounds__: 64 registers (32 warps per SM); K = 9 needs 80 (24
+  // warps) for 0 spills.
+  static constexpr int kMinBlocks = K_ == 9 ? 6 : 8;
 };
 
 // Modes of a work item: every row and output inside the tensor and the channel vector whole (no
