@@ -149,7 +149,7 @@ def _extension():
     nvcc += ["-O0", "-G", "-g"] if debug else ["-O3", "-lineinfo"]
     return CUDAExtension(
         "sepconv1d._C", sources, include_dirs=include_dirs,
-        # libdl: cuBLAS is reached with dlopen (csrc/cuda/cublas_tf32.cu); glibc >= 2.34 has it in libc.
+        # libdl: cuBLAS is reached with dlopen (csrc/cuda/cublas_gemm.cu); glibc >= 2.34 has it in libc.
         libraries=["dl"],
         extra_compile_args={"cxx": cxx + ["-DUSE_CUDA"], "nvcc": nvcc}, py_limited_api=True,
     )
