@@ -35,15 +35,18 @@ def _dw(dtype, k, cl=False, bwd=False, b=32, c=512, length=8192, padding="same",
     return make
 
 
-def _sep(dtype, tf32=True, bwd=False, b=32, cin=256, cout=512, length=4096, k=9):
+def _sep(dtype, tf32=True, bwd=False, b=32, cin=256, cout=512, length=4096, k=9, stride=1, dilation=1):
+    pad = dilation * (k // 2)  # 'same' for odd K (and the usual padding under stride 2)
+
     def make():
         torch.backends.cudnn.allow_tf32 = tf32
         x = torch.randn(b, cin, length, device="cuda", dtype=dtype, requires_grad=bwd)
         dw = torch.randn(cin, k, device="cuda", dtype=dtype, requires_grad=bwd)
         pw = torch.randn(cout, cin, device="cuda", dtype=dtype, requires_grad=bwd) / cin**0.5
+        kw = dict(stride=stride, padding=pad, dilation=dilation)
         if not bwd:
-            return lambda: F.separable_conv1d(x, dw, pw, padding="same")
-        y = F.separable_conv1d(x, dw, pw, padding="same")
+            return lambda: F.separable_conv1d(x, dw, pw, **kw)
+        y = F.separable_conv1d(x, dw, pw, **kw)
         dy = torch.randn_like(y)
         return lambda: torch.autograd.grad(y, (x, dw, pw), dy, retain_graph=True)
 
@@ -67,6 +70,9 @@ CASES = {
     "sep_fwd_conformer_bf16": _sep(torch.bfloat16, cin=512, cout=512, length=500, k=31),
     "sep_fwd_fastconf_bf16": _sep(torch.bfloat16, b=128, cin=512, cout=512, length=210),
     "sep_fwd_tf32": _sep(torch.float32),
+    "sep_fwd_citrinet_tf32": _sep(torch.float32, cin=1024, cout=1024, length=250, k=11),
+    "sep_fwd_qnfirst_tf32": _sep(torch.float32, cin=64, cout=256, length=1670, k=33, stride=2),
+    "sep_fwd_qnlast_tf32": _sep(torch.float32, cin=512, cout=512, length=835, k=87, dilation=2),
     "sep_bwd_bf16": _sep(torch.bfloat16, bwd=True),
 }
 

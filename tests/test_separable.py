@@ -177,17 +177,31 @@ def _check_forward_cases(cases, dtype, device, tolerance):
                                   f"d={dilation} {layout}")
 
 
-@pytest.mark.parametrize("kernel_choice", ["1", "uniform", "0"])
+# Kernel choices of the CUDA forward tests, as environment settings read per call: the default
+# selection; the warp-specialised kernel's chunk-major form first (BN 64 x 4 Cout passes); its
+# pass-major form only, on BN 32 tiles; the uniform wgmma kernel; the mma.sync kernels.
+KERNEL_CHOICES = {
+    "1": {"SEPCONV1D_WGMMA": "1"},
+    "cm": {"SEPCONV1D_WGMMA": "1", "SEPCONV1D_WS_CM": "1"},
+    "bn32": {"SEPCONV1D_WGMMA": "1", "SEPCONV1D_WS_CM": "0", "SEPCONV1D_WS_BN": "32"},
+    "uniform": {"SEPCONV1D_WGMMA": "uniform"},
+    "0": {"SEPCONV1D_WGMMA": "0"},
+}
+
+
+@pytest.mark.parametrize("kernel_choice", ["1", "cm", "uniform", "0"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel_choice):
     """Every CUDA forward kernel of 16-bit x: on compute capability 9.0 the warp-specialised wgmma
-    kernel serves Cout > 128 (BN 128 tiles, or BN 64 when the h ring of BN 128 does not fit);
-    SEPCONV1D_WGMMA=uniform selects the uniform wgmma kernel (stride 1) and SEPCONV1D_WGMMA=0 the
-    mma.sync kernel. Odd Cin/Cout, ragged position tiles, K = 1 (no depthwise taps) to 31,
-    stride 2, dilation 2, both layouts, batches of many items per block."""
+    kernel serves Cout > 128 (pass-major on BN 128 tiles where the h ring fits, else chunk-major
+    or BN 64); "cm" puts every case on the chunk-major form; SEPCONV1D_WGMMA=uniform selects
+    the uniform wgmma kernel (stride 1) and SEPCONV1D_WGMMA=0 the mma.sync kernel. Odd Cin/Cout,
+    ragged position tiles, K = 1 (no depthwise taps) to 31, stride 2, dilation 2, both layouts,
+    batches of many items per block."""
     if device != "cuda":
         pytest.skip("CUDA kernel selection")
-    monkeypatch.setenv("SEPCONV1D_WGMMA", kernel_choice)
+    for name, value in KERNEL_CHOICES[kernel_choice].items():
+        monkeypatch.setenv(name, value)
     cases = [(100, 257, 9, 1031, 1, 1, "contiguous"), (256, 512, 31, 700, 1, 1, "channels_last"),
              (64, 130, 1, 129, 1, 1, "contiguous"), (200, 300, 5, 4100, 1, 2, "channels_last"),
              (1030, 260, 11, 301, 1, 1, "contiguous"), (1024, 1024, 7, 250, 1, 1, "channels_last"),
@@ -195,20 +209,24 @@ def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel
     _check_forward_cases(cases, dtype, device, tolerance_for(dtype))
 
 
-@pytest.mark.parametrize("kernel_choice", ["1", "0"])
+@pytest.mark.parametrize("kernel_choice", ["1", "cm", "bn32", "0"])
 def test_tf32_forward_kernels_match_reference(device, monkeypatch, kernel_choice):
     """float32 x with TF32 allowed: on compute capability 9.0 the warp-specialised wgmma kernel
-    (tf32 operands) serves Cout > 128, SEPCONV1D_WGMMA=0 selects the mma.sync TF32 kernel. Odd
-    Cin/Cout, ragged tiles, stride 2, dilation 2, both layouts, K = 3, 5, 7, 9 on channel-first rows
-    (the producers' compile-time taps) and others, TF32-level error against float64."""
+    (tf32 operands) serves Cout > 128: pass-major where the h ring of BN 128 fits, else
+    chunk-major or BN 64; "cm" puts every case on the chunk-major form, "bn32" on pass-major BN 32
+    tiles; SEPCONV1D_WGMMA=0 selects the mma.sync TF32 kernel. Odd Cin/Cout, ragged tiles, stride
+    2, dilation 2, both layouts, K = 3, 5, 7, 9 on channel-first rows (the producers' compile-time
+    taps) and others, TF32-level error against float64."""
     if device != "cuda":
         pytest.skip("CUDA kernel selection")
     torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py
-    monkeypatch.setenv("SEPCONV1D_WGMMA", kernel_choice)
+    for name, value in KERNEL_CHOICES[kernel_choice].items():
+        monkeypatch.setenv(name, value)
     cases = [(100, 257, 9, 1031, 1, 1, "contiguous"), (256, 512, 31, 700, 1, 1, "channels_last"),
              (200, 300, 5, 4100, 1, 2, "channels_last"), (1030, 260, 11, 301, 1, 1, "contiguous"),
              (256, 640, 5, 3001, 2, 1, "contiguous"), (512, 1536, 7, 517, 1, 1, "contiguous"),
-             (130, 260, 3, 2048, 1, 1, "contiguous"), (64, 300, 5, 1000, 1, 1, "contiguous")]
+             (130, 260, 3, 2048, 1, 1, "contiguous"), (64, 300, 5, 1000, 1, 1, "contiguous"),
+             (1024, 1024, 11, 250, 1, 1, "channels_last"), (520, 300, 87, 835, 1, 2, "contiguous")]
     _check_forward_cases(cases, torch.float32, device, TF32_TOLERANCE)
 
 

@@ -143,6 +143,20 @@ bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
   return true;
 }
 
+// The chunk-major warp-specialised forward (kG Cout passes side by side, h streamed).
+template <typename Tx, typename Tw, int BN, int kG, bool kXcl>
+bool launch_fwd_ws_cm(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src) {
+  FwdPlan plan;
+  if (!plan_fwd_ws_cm<Tx, BN, kXcl, kG>(g, view_of(x), y.data_ptr(), y.stride(0), y.stride(1),
+                                        y.stride(2), dev_caps(x.get_device_index()), plan)) {
+    return false;
+  }
+  using Tm = WsOperand<Tx>;
+  run_fwd_plan<Tw, Tm, float, sizeof(Tm) == 4>(plan, x, src, sep_fwd_ws_kernel<Tx, BN, kXcl, kG>,
+                                               kWsThreads, "sep_fwd_ws_kernel");
+  return true;
+}
+
 // Picks the tile for Cout and the x layout (8 warps of 64 x WN; BN = 8 * 64 * WN / BM):
 //  - Cout <= 64: BM 64 x BN 256.
 //  - Cout <= 128: BM 128 with resident W and 64-wide warp tiles (BN 256) when W fits and there is
@@ -211,7 +225,9 @@ WgMode wgmma_mode(int device) {
 
 // wgmma tiles (16-bit x, or float32 x on TF32): BM 128, two warpgroups of 64 x BN (BN / 2
 // accumulators per thread), one depthwise per item shared by all Cout passes (so Cout > 128).
-//  - Warp-specialised kernel: BN 128, else BN 64 where the h ring of BN 128 does not fit.
+//  - Warp-specialised kernel: pass-major BN 128 where an item's h ring fits, else its chunk-major
+//    form (BN 64, 4 Cout passes side by side, h streamed) or pass-major BN 64 (order below), else
+//    for TF32 pass-major BN 32.
 //  - Uniform kernel (SEPCONV1D_WGMMA=uniform), where it measured faster than the mma.sync kernel
 //    in the same process (csrc/NOTES.md "Separable CUDA v3"): stride 1, BN 128, or BN 64 for
 //    Cin >= 1024 (Citrinet 1.34x); not stride 2 (0.92x) nor BN 64 at Cin 512 (0.93-0.98x).
@@ -225,7 +241,28 @@ bool launch_fwd_wg(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
       return xcl ? launch_fwd_ws<Tx, Tw, BN, true>(x, y, g, src)
                  : launch_fwd_ws<Tx, Tw, BN, false>(x, y, g, src);
     };
-    return ws(std::integral_constant<int, 128>{}) || ws(std::integral_constant<int, 64>{});
+    // Chunk-major: BN 64 x 4 Cout passes side by side (128 accumulators per consumer thread).
+    auto cm = [&]() {
+      return xcl ? launch_fwd_ws_cm<Tx, Tw, 64, 4, true>(x, y, g, src)
+                 : launch_fwd_ws_cm<Tx, Tw, 64, 4, false>(x, y, g, src);
+    };
+    // For comparisons, read per call: SEPCONV1D_WS_BN, the widest pass-major BN tried (128, 64 or
+    // 32); SEPCONV1D_WS_CM, "0" never chunk-major, "1" chunk-major first.
+    const char* env_bn = std::getenv("SEPCONV1D_WS_BN");
+    const char* env_cm = std::getenv("SEPCONV1D_WS_CM");
+    const int max_bn = env_bn != nullptr ? std::atoi(env_bn) : 128;
+    const int cm_mode = env_cm != nullptr ? std::atoi(env_cm) : -1;
+    if (cm_mode == 1 && cm()) return true;
+    if (max_bn >= 128 && ws(std::integral_constant<int, 128>{})) return true;
+    // Where an item's h does not fit at BN 128: chunk-major when its 4 passes cover Cout (no
+    // depthwise recompute: QuartzNet's K 63 / 87 blocks), else pass-major BN 64 (one depthwise
+    // for all Cout passes: Vocos' 12), else chunk-major (Citrinet TF32), else BN 32.
+    // csrc/NOTES.md "Eleventh session" has the measurements behind this order.
+    if (cm_mode < 0 && ceil_div(g.out_channels, int64_t{kWsBM}) <= 4 && cm()) return true;
+    if (max_bn >= 64 && ws(std::integral_constant<int, 64>{})) return true;
+    if (cm_mode < 0 && cm()) return true;
+    if constexpr (sizeof(Tx) == 4) return ws(std::integral_constant<int, 32>{});
+    return false;
   }
   if constexpr (sizeof(Tx) == 2) {
     if (g.stride != 1) return false;

@@ -109,14 +109,16 @@ struct FwdTile {
       kSimt ? (BM / 16) * (BN / 16) : kWg ? kWgRows * BN / 128 : 16 * kNT;
   static constexpr int kV = 16 / static_cast<int>(sizeof(Tx));  // x elements per 16 B
   // Outputs per depthwise item: 16 (window and weights shared by twice the outputs) where the
-  // register budget allows it (16-bit x, WN = 64 tiles with up to 255 registers), else 8.
-  static constexpr int kItemT = (WN == 64 && sizeof(Tx) == 2) ? 16 : 8;
+  // register budget allows it (16-bit x, WN = 64 tiles with up to 255 registers), 4 on BN 32
+  // tiles (32 channels x 8 items: one per producer thread), else 8.
+  static constexpr int kItemT = (WN == 64 && sizeof(Tx) == 2) ? 16 : BN == 32 ? 4 : 8;
   static_assert(kGemm != kGemmMma16 || (BK % 16 == 0 && BM % 64 == 0 && BN * BM == 8 * 64 * WN),
                 "mma16 tiles: 8 warps of 64 x WN");
   static_assert(kGemm != kGemmTf32 || (BK % 8 == 0 && BM % 64 == 0 && BN * BM == 8 * 64 * WN),
                 "tf32 tiles: 8 warps of 64 x WN");
   static_assert(!kWg || (BK * sizeof(Tm) == 128 && WN == 64 && (BM == 128 || BM == 256) &&
-                         (BN == 64 || BN == 128) && kAccRegs <= 128),
+                         (BN == 64 || BN == 128 || (BN == 32 && sizeof(Tm) == 4)) &&
+                         kAccRegs <= 128),
                 "wgmma tiles: two warpgroups of (BM / 2) x BN, BK = one 128-byte row");
   static_assert(WN == 32 || WN == 64, "");
   static_assert(!kSimt || ((BM / 16) % 4 == 0 && (BN / 16) % 4 == 0), "simt thread tile in 4s");

@@ -48,7 +48,12 @@ template <typename Tx, int BN>
 using WsTile =
     FwdTile<Tx, WsOperand<Tx>, kGemmWg, kWsBM, BN, 128 / static_cast<int>(sizeof(WsOperand<Tx>)), 64>;
 
-template <typename Tx, int BN, bool kXcl>
+// kG = 0: pass-major (all chunks of an item stay in the h ring while each Cout pass reads them).
+// kG > 0: chunk-major, for h rings that cannot hold an item (Cin 1024 in TF32, long windows): the
+// block's ppg <= kG Cout passes accumulate side by side (kG x the accumulators), each h chunk is
+// read by all of them and released at once, so any ring of >= 3 slots works and the shared memory
+// goes to W stages; the depthwise is recomputed once per group of kG Cout tiles.
+template <typename Tx, int BN, bool kXcl, int kG = 0>
 __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdParams p) {
   using Tile = WsTile<Tx, BN>;
   using Tm = WsOperand<Tx>;
@@ -154,12 +159,13 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
   set_max_regs<kWsConsumerRegs, true>();
   constexpr int kAccRegs = Tile::kAccRegs;
   constexpr int kMB = Tile::kWgMB;
-  float acc[kAccRegs];
+  constexpr int kPasses = kG > 0 ? kG : 1;  // Cout passes accumulated side by side
+  float acc[kPasses * kAccRegs];
 #pragma unroll
-  for (int i = 0; i < kAccRegs; ++i) acc[i] = 0.0f;
-  float bias_pre[2 * kMB];
+  for (int i = 0; i < kPasses * kAccRegs; ++i) acc[i] = 0.0f;
+  float bias_pre[kPasses * 2 * kMB];
   const int wn = tid >> 7;  // warpgroup: Cout rows [64 wn, 64 wn + 64) of the tile (kMB = 1)
-  auto prefetch_bias = [&](int m0) {
+  auto prefetch_bias = [&](int m0, float* dst) {
     const int t = threadIdx.x;
     const int wm = (t >> 5) & 3, g8 = (t & 31) >> 2;
     const float* bias = static_cast<const float*>(p.bias) + m0;  // cout_pad entries
@@ -167,12 +173,12 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
     for (int i = 0; i < kMB; ++i) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        bias_pre[i * 2 + h] = bias[wn * Tile::kWgRows + i * 64 + wm * 16 + g8 + h * 8];
+        dst[i * 2 + h] = bias[wn * Tile::kWgRows + i * 64 + wm * 16 + g8 + h * 8];
       }
     }
   };
-  auto gemm = [&](const Tm* wsb, const Tm* hsb) {
-    wg_gemm_chunk<Tm, BM, BN, BK>(acc, wsb, hsb, wn);
+  auto gemm = [&](float* a, const Tm* wsb, const Tm* hsb) {
+    wg_gemm_chunk<Tm, BM, BN, BK>(a, wsb, hsb, wn);
   };
   // W: this warpgroup's half (rows [64 wn, 64 wn + 64), contiguous in a tile) of the tile of each
   // step, w_stages steps ahead. load_w(stage) loads the next step not yet loaded into `stage`.
@@ -181,6 +187,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
   const bool w_issuer = (tid & 127) == 0;
   const Tm* wp = static_cast<const Tm*>(p.wp) + wn * (BM / 2) * BK;
   int ld_item = worker, ld_ps = 0, ld_k = 0;  // the next step to load
+  // Step order: pass-major (item, pass, chunk); chunk-major (item, chunk, pass).
   auto load_w = [&](int stage) {
     if (ld_item >= p.n_items) return;
     if (w_issuer) {
@@ -189,11 +196,21 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
       bulk_copy_to_shared(smem + p.sm_w[0] + stage * p.w_bytes + wn * kHalfBytes, src, kHalfBytes,
                           w_full_wg + stage);
     }
-    if (++ld_k == n_chunks) {
-      ld_k = 0;
+    if constexpr (kG > 0) {
       if (++ld_ps == passes) {
         ld_ps = 0;
-        ld_item += p.n_workers;
+        if (++ld_k == n_chunks) {
+          ld_k = 0;
+          ld_item += p.n_workers;
+        }
+      }
+    } else {
+      if (++ld_k == n_chunks) {
+        ld_k = 0;
+        if (++ld_ps == passes) {
+          ld_ps = 0;
+          ld_item += p.n_workers;
+        }
       }
     }
   };
@@ -210,19 +227,66 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
   uint32_t w_round = 0, h_round0 = 0;
   int prev_w = -1, prev_h = 0;      // the step whose products may still run (prev_w >= 0)
   bool prev_last = false;
+  if constexpr (kG > 0) {
+    // Chunk-major: h slots in ring order across items (each released after its last pass).
+    for (int item = worker; item < p.n_items; item += p.n_workers) {
+      const int64_t b = item / p.n_lt;
+      const int64_t j0 = static_cast<int64_t>(item - b * p.n_lt) * BN;
+#pragma unroll
+      for (int ps = 0; ps < kG; ++ps) {
+        if (ps < passes) prefetch_bias((mt0 + ps) * BM, bias_pre + ps * 2 * kMB);
+      }
+      for (int k = 0; k < n_chunks; ++k) {
+        mbar_wait(h_full + hs0, h_round0 & 1);
+#pragma unroll
+        for (int ps = 0; ps < kG; ++ps) {
+          if (ps < passes) {
+            mbar_wait(w_full_wg + ws, w_round & 1);
+            gemm(acc + ps * kAccRegs,
+                 reinterpret_cast<const Tm*>(smem + opaque(p.sm_w[0] + ws * p.w_bytes)),
+                 h_slot_ptr(hs0));
+            wg_wait<1>(acc);  // the products of the previous step are done
+            if (prev_w >= 0) release(prev_w, prev_h, prev_last);
+            prev_w = ws;
+            prev_h = hs0;
+            prev_last = ps == passes - 1;
+            if (++ws == S) {
+              ws = 0;
+              ++w_round;
+            }
+          }
+        }
+        if (++hs0 == H) {
+          hs0 = 0;
+          ++h_round0;
+        }
+      }
+      wg_wait<0>(acc);
+      release(prev_w, prev_h, prev_last);
+      prev_w = -1;
+#pragma unroll
+      for (int ps = 0; ps < kG; ++ps) {
+        if (ps < passes) {
+          wg_store_tile<Tx, BM, BN>(p, acc + ps * kAccRegs, bias_pre + ps * 2 * kMB, b, j0,
+                                    (mt0 + ps) * BM, tid);
+        }
+      }
+    }
+    return;
+  }
   for (int item = worker; item < p.n_items; item += p.n_workers) {
     const int64_t b = item / p.n_lt;
     const int64_t j0 = static_cast<int64_t>(item - b * p.n_lt) * BN;
     for (int ps = 0; ps < passes; ++ps) {
       const int m0 = (mt0 + ps) * BM;
       const bool last_pass = ps == passes - 1;
-      prefetch_bias(m0);
+      prefetch_bias(m0, bias_pre);
       int hs = hs0;
       uint32_t h_round = h_round0;
       for (int k = 0; k < n_chunks; ++k) {
         mbar_wait(h_full + hs, h_round & 1);
         mbar_wait(w_full_wg + ws, w_round & 1);
-        gemm(reinterpret_cast<const Tm*>(smem + opaque(p.sm_w[0] + ws * p.w_bytes)),
+        gemm(acc, reinterpret_cast<const Tm*>(smem + opaque(p.sm_w[0] + ws * p.w_bytes)),
              h_slot_ptr(hs));
         wg_wait<1>(acc);  // the products of the previous step are done
         if (prev_w >= 0) release(prev_w, prev_h, prev_last);

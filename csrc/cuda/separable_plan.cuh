@@ -144,9 +144,12 @@ struct FwdPlan {
 //               there is one Cout tile or the h ring does not fit.
 enum class WPlace { kAuto, kResidentOnly, kStreamedOnly, kSharedOnly };
 
+// w_stages: streamed W stages the fit is checked with (0: the tile's kWStages; the
+// warp-specialised plan passes its fewest, 2, and places its own stages).
 template <typename Tx, typename Tm, int kGemm, int BM, int BN, int BK, int WN, bool kXcl>
 bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64_t ysc,
-              int64_t ysl, const DevCaps& caps, WPlace place_w, FwdPlan& out) {
+              int64_t ysl, const DevCaps& caps, WPlace place_w, FwdPlan& out,
+              int w_stages = 0) {
   using Tile = FwdTile<Tx, Tm, kGemm, BM, BN, BK, WN>;
   using Tacc = typename Tile::Tacc;
   FwdParams& p = out.p;
@@ -175,7 +178,7 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   constexpr int64_t kMinH = Tile::kMinHSlots;
   const int64_t rest = 2 * al(xs_bytes) + 2 * al(dws_bytes) + kMinH * h_bytes;
   const int64_t w_chunk = al(static_cast<int64_t>(Tile::W_ELEMS) * sizeof(Tm));
-  const int64_t w_ring = Tile::kWStages * w_chunk;  // streamed W
+  const int64_t w_ring = (w_stages > 0 ? w_stages : Tile::kWStages) * w_chunk;  // streamed W
   const int64_t w_res =
       cin_pad <= (int64_t{1} << 20)
           ? align_bytes(Tile::resident_elems(static_cast<int>(cin_pad)) * static_cast<int64_t>(sizeof(Tm)))
@@ -288,6 +291,33 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   return out.blocks <= std::numeric_limits<int32_t>::max();
 }
 
+// The warp-specialised kernel's shared memory: [W ring of `stages` tiles][xs x2][dws x2][h ring of
+// `slots`][mbarriers], every buffer 1024-byte aligned (plus 1024 bytes to align the base). False
+// when it exceeds `limit`.
+inline bool place_ws_smem(FwdPlan& out, int64_t stages, int64_t slots, int64_t w_tile,
+                          int64_t h_bytes, int64_t limit) {
+  FwdParams& p = out.p;
+  int64_t off = 0;
+  auto place = [&](int64_t bytes) {
+    const int64_t at = off;
+    off += round_up(bytes, 1024);
+    return static_cast<int>(at);
+  };
+  p.w_stages = static_cast<int>(stages);
+  p.w_bytes = static_cast<int>(w_tile);
+  p.sm_w[0] = place(stages * w_tile);
+  p.sm_w[1] = p.sm_w[0] + static_cast<int>(w_tile);
+  for (int st = 0; st < 2; ++st) p.sm_x[st] = place(out.xs_bytes);
+  for (int st = 0; st < 2; ++st) p.sm_dw[st] = place(out.dws_bytes);
+  p.h_slots = static_cast<int>(slots);
+  p.h_bytes = static_cast<int>(h_bytes);
+  p.sm_h = place(slots * h_bytes);
+  p.sm_bar = place(8 * (2 * stages + 2 * slots));
+  if (off > limit) return false;
+  out.smem = off + 1024;
+  return true;
+}
+
 // The warp-specialised forward (sep_fwd_ws_kernel on sm_90a: 16-bit x, or float32 x on TF32): the item split, Cout
 // groups, x staging and workspace of the uniform wgmma kernel's shared-h plan, with its own
 // shared memory: [W ring of w_stages pre-swizzled 16 KB tiles][xs x2][dws x2][h ring][mbarriers].
@@ -301,7 +331,7 @@ bool plan_fwd_ws(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, in
   using Tile = WsTile<Tx, BN>;
   using Tm = WsOperand<Tx>;
   if (!plan_fwd<Tx, Tm, kGemmWg, Tile::BM, BN, Tile::BK, Tile::WN, kXcl>(
-          g, x, y, ysb, ysc, ysl, caps, WPlace::kSharedOnly, out)) {
+          g, x, y, ysb, ysc, ysl, caps, WPlace::kSharedOnly, out, /*w_stages=*/2)) {
     return false;
   }
   const int64_t xs_bytes = out.xs_bytes, dws_bytes = out.dws_bytes;  // plan_fwd's staging
@@ -329,26 +359,49 @@ bool plan_fwd_ws(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, in
     stages = 2;
     slots = slots_for(2);
   }
-  if (slots == 0) return false;
-  int64_t off = 0;
-  auto place = [&](int64_t bytes) {
-    const int64_t at = off;
-    off += al(bytes);
-    return static_cast<int>(at);
-  };
-  p.w_stages = static_cast<int>(stages);
-  p.w_bytes = static_cast<int>(w_tile);
-  p.sm_w[0] = place(stages * w_tile);
-  p.sm_w[1] = p.sm_w[0] + static_cast<int>(w_tile);
-  for (int st = 0; st < 2; ++st) p.sm_x[st] = place(xs_bytes);
-  for (int st = 0; st < 2; ++st) p.sm_dw[st] = place(dws_bytes);
-  p.h_slots = static_cast<int>(slots);
-  p.h_bytes = static_cast<int>(h_bytes);
-  p.sm_h = place(slots * h_bytes);
-  p.sm_bar = place(8 * (2 * stages + 2 * slots));
-  if (off > limit) return false;
-  out.smem = off + 1024;
+  if (slots == 0 || !place_ws_smem(out, stages, slots, w_tile, h_bytes, limit)) return false;
   out.pp.ws_tiles = Tile::BK;
+  return true;
+}
+
+// The warp-specialised forward, chunk-major (sep_fwd_ws_kernel<..., kG>): for shapes whose h ring
+// does not fit at BN 128 (Cin 1024 in TF32, Cin 512 with a long window). Blocks take (item, group
+// of kG Cout tiles); h streams through kCmHSlots slots and the rest of the shared memory holds W
+// stages (short steps need many in flight: the bulk copies' L2 latency against 16 KB per step).
+// Shared memory: [W ring][xs x2][dws x2][h ring][mbarriers]. False when it does not fit.
+constexpr int kCmHSlots = 4;
+constexpr int kCmMaxWStages = 8;
+template <typename Tx, int BN, bool kXcl, int kG>
+bool plan_fwd_ws_cm(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64_t ysc,
+                    int64_t ysl, const DevCaps& caps, FwdPlan& out) {
+  using Tile = WsTile<Tx, BN>;
+  using Tm = WsOperand<Tx>;
+  if (!plan_fwd<Tx, Tm, kGemmWg, Tile::BM, BN, Tile::BK, Tile::WN, kXcl>(
+          g, x, y, ysb, ysc, ysl, caps, WPlace::kStreamedOnly, out, /*w_stages=*/2)) {
+    return false;
+  }
+  FwdPlan& o = out;
+  FwdParams& p = o.p;
+  if (p.n_mt < 2) return false;
+  auto al = [](int64_t bytes) { return round_up(bytes, 1024); };
+  const int64_t h_bytes = al(static_cast<int64_t>(Tile::H_ELEMS) * sizeof(Tm));
+  const int64_t w_tile = static_cast<int64_t>(Tile::BM) * Tile::BK * sizeof(Tm);
+  const int64_t limit = caps.smem_optin - 1024;  // 1024 bytes to align the base
+  const int64_t fixed = 2 * al(o.xs_bytes) + 2 * al(o.dws_bytes) + kCmHSlots * h_bytes;
+  int64_t stages = kCmMaxWStages;
+  while (stages >= 3 && fixed + stages * w_tile + al(8 * (2 * stages + 2 * kCmHSlots)) > limit) {
+    --stages;
+  }
+  if (stages < 3) return false;
+  const int64_t ppg = std::min<int64_t>(kG, p.n_mt);
+  const int64_t n_groups = ceil_div(p.n_mt, ppg);
+  const int64_t n_workers = std::max<int64_t>(1, std::min<int64_t>(p.n_items, caps.sms / n_groups));
+  p.ppg = static_cast<int>(ppg);
+  p.n_groups = static_cast<int>(n_groups);
+  p.n_workers = static_cast<int>(n_workers);
+  if (!place_ws_smem(o, stages, kCmHSlots, w_tile, h_bytes, limit)) return false;
+  o.blocks = n_groups * n_workers;
+  o.pp.ws_tiles = Tile::BK;
   return true;
 }
 

@@ -1,7 +1,8 @@
 // sm_90a warpgroup MMA (wgmma) wrappers for the separable forward: shared-memory matrix
 // descriptors for the 128-byte-swizzled K-major layout, the async-proxy fence,
-// wgmma.mma_async m64n128k16 and m64n64k16 (bf16 / fp16 inputs, fp32 accumulators), and the
-// mbarrier / bulk-copy / named-barrier primitives of the warp-specialised kernel.
+// wgmma.mma_async m64n128 and m64n64 (bf16 / fp16 k16, tf32 k8; tf32 also m64n32; fp32
+// accumulators), and the mbarrier / bulk-copy / named-barrier primitives of the warp-specialised
+// kernel.
 //
 // Operand layout (both A = W [m][k] and B = h^T [n][k]): rows of 64 16-bit elements (128 bytes),
 // groups of 8 rows form a 1024-byte atom (1024-byte aligned); the 16-byte chunk j of row r is stored
@@ -199,6 +200,17 @@ struct Wgmma;
           "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
         : "l"(da), "l"(db), "r"(1))
 
+// The same for m64n32 (accumulators d[0..15]).
+#define SEP_WGMMA_M64N32(TY, SHAPE, IMM)                                         \
+    asm volatile( \
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n" \
+        "wgmma.mma_async.sync.aligned.m64n32" SHAPE ".f32." TY "." TY " " \
+        "{" \
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15" \
+        "}, %16, %17, p, 1, 1" IMM ";\n}\n" \
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]) \
+        : "l"(da), "l"(db), "r"(1))
 // 16-bit inputs: k16, with the two transpose immediates (0: both K-major); tf32: k8, K-major
 // only (no transpose immediates).
 #define SEP_WGMMA_SPEC(T, TY, N, ASM, SHAPE, IMM)                                        \
@@ -214,9 +226,11 @@ SEP_WGMMA_SPEC(float, "tf32", 128, SEP_WGMMA_M64N128, "k8", "")
 SEP_WGMMA_SPEC(__nv_bfloat16, "bf16", 64, SEP_WGMMA_M64N64, "k16", ", 0, 0")
 SEP_WGMMA_SPEC(__half, "f16", 64, SEP_WGMMA_M64N64, "k16", ", 0, 0")
 SEP_WGMMA_SPEC(float, "tf32", 64, SEP_WGMMA_M64N64, "k8", "")
+SEP_WGMMA_SPEC(float, "tf32", 32, SEP_WGMMA_M64N32, "k8", "")
 #undef SEP_WGMMA_SPEC
 #undef SEP_WGMMA_M64N128
 #undef SEP_WGMMA_M64N64
+#undef SEP_WGMMA_M64N32
 #else
 template <typename Tm, int N>
 struct Wgmma {

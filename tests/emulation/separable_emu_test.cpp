@@ -267,8 +267,9 @@ void run_fwd(Problem<Tx, Tw>& P, const DevCaps& caps, WPlace place, const char* 
   check_fwd<Tx, Tw, kGemm>(P, y, kXcl, plan, caps, cfg);
 }
 
-// Forward through the warp-specialised wgmma kernel (its own roles, barriers and W tiles).
-template <typename Tx, typename Tw, int BN, bool kXcl>
+// Forward through the warp-specialised wgmma kernel (its own roles, barriers and W tiles);
+// kG > 0: its chunk-major form.
+template <typename Tx, typename Tw, int BN, bool kXcl, int kG = 0>
 void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
   if (!wanted("wgmma-ws")) return;
   const Case& c = P.c;
@@ -276,16 +277,21 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
   Act<Tx> y;
   y.init(c.B, c.Cout, c.Lout(), kXcl, 0, 0);
   FwdPlan plan;
-  if (!plan_fwd_ws<Tx, BN, kXcl>(g, P.x.view(), y.ptr(), y.sb, y.sc, y.sl, caps, plan)) return;
+  if (kG > 0 ? !plan_fwd_ws_cm<Tx, BN, kXcl, kG>(g, P.x.view(), y.ptr(), y.sb, y.sc, y.sl, caps, plan)
+             : !plan_fwd_ws<Tx, BN, kXcl>(g, P.x.view(), y.ptr(), y.sb, y.sc, y.sl, caps, plan)) {
+    return;
+  }
   Buf ws(plan.ws_bytes);
   bind_fwd_workspace(plan, ws.p, P.pw.data(), c.Cin, 1, c.pwb ? P.pwb.data() : nullptr,
                      P.dw.data(), c.dwb ? P.dwb.data() : nullptr, false);
   using Tm = WsOperand<Tx>;
   sepemu::launch(sep_prep_kernel<Tw, Tm, float, sizeof(Tm) == 4>, plan.prep_blocks, 256, 0, plan.pp);
-  sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl>, plan.blocks, kWsThreads, size_t(plan.smem),
+  sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG>, plan.blocks, kWsThreads, size_t(plan.smem),
                  plan.p);
   check_fwd<Tx, Tw, sizeof(Tm) == 4 ? kGemmTf32 : kGemmWg>(P, y, kXcl, plan, caps,
-                             "wgmma-ws 128x" + std::to_string(BN) + " stages" +
+                             "wgmma-ws 128x" + std::to_string(BN) +
+                                 (kG > 0 ? " chunk-major x" + std::to_string(plan.p.ppg) : "") +
+                                 " stages" +
                                  std::to_string(plan.p.w_stages) + " hslots" +
                                  std::to_string(plan.p.h_slots));
 }
@@ -433,6 +439,8 @@ void fwd_all(Problem<Tx, Tw>& P, const DevCaps& caps) {
   if constexpr (sizeof(Tx) <= 4) {  // 16-bit, or float32 on TF32
     run_fwd_ws<Tx, Tw, 128, kXcl>(P, caps);
     run_fwd_ws<Tx, Tw, 64, kXcl>(P, caps);
+    if constexpr (sizeof(Tx) == 4) run_fwd_ws<Tx, Tw, 32, kXcl>(P, caps);
+    run_fwd_ws<Tx, Tw, 64, kXcl, 4>(P, caps);
   }
 }
 
@@ -522,6 +530,11 @@ int main(int argc, char** argv) {
       // Large Cin (more input chunks than the shared h ring of the wgmma kernels holds).
       {4, {1, 1100, 260, 70, 5, 1, 1, 2, 2, false, 0, true, true, 35}},
       {0, {1, 1500, 200, 90, 3, 1, 1, 1, 1, true, 0, true, false, 36}},
+      // TF32 warp-specialised BN 32 (the only h ring that fits): Cin 1024 (Citrinet), and Cin 512
+      // with a long dilated window (QuartzNet's last block), both layouts, ragged L.
+      {4, {1, 1024, 260, 75, 11, 1, 1, 5, 5, false, 0, true, true, 37}},
+      {4, {1, 520, 200, 83, 87, 1, 2, 86, 86, false, 1, true, true, 38}},
+      {4, {1, 1000, 140, 45, 11, 1, 1, 5, 5, true, 0, false, true, 39}},
   };
   std::mt19937_64 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
