@@ -460,15 +460,18 @@ struct DwStage {
           }
         }
       } else {
-        for (int idx = tid; idx < CH * d.xpitch; idx += NT) {
-          const int c = idx / d.xpitch;
-          const int i = idx - c * d.xpitch;
-          const int64_t pos = p0 + i;
-          Tx* dst = xs + c * d.xpitch + i;
-          if (c < cvalid && pos >= 0 && pos < d.L) {
-            copy_elem(dst, xb + static_cast<int64_t>(c0 + c) * d.xsc + pos * d.xsl);
-          } else {
-            *dst = Tx(0.0f);
+        // Element by element, row-wise (kTpr threads per row).
+        for (int c = r0; c < CH; c += kRowStep) {
+          const Tx* row = xb + static_cast<int64_t>(c0 + c) * d.xsc;
+          Tx* dst = xs + c * d.xpitch;
+          const bool live = c < cvalid;
+          for (int i = v0; i < d.xpitch; i += kTpr) {
+            const int64_t pos = p0 + i;
+            if (live && pos >= 0 && pos < d.L) {
+              copy_elem(dst + i, row + pos * d.xsl);
+            } else {
+              dst[i] = Tx(0.0f);
+            }
           }
         }
       }

@@ -535,6 +535,10 @@ int main(int argc, char** argv) {
       {4, {1, 1024, 260, 75, 11, 1, 1, 5, 5, false, 0, true, true, 37}},
       {4, {1, 520, 200, 83, 87, 1, 2, 86, 86, false, 1, true, true, 38}},
       {4, {1, 1000, 140, 45, 11, 1, 1, 5, 5, true, 0, false, true, 39}},
+      // Strided and dilated windows on 16-byte-aligned channel-first rows (staged in 4-byte pieces
+      // at an odd word pitch, not by 16-byte copies).
+      {4, {2, 40, 260, 400, 9, 2, 1, 4, 4, false, 0, true, true, 40}},
+      {0, {2, 70, 300, 512, 5, 1, 3, 6, 6, false, 0, true, true, 41}},
   };
   std::mt19937_64 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
