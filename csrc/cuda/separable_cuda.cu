@@ -608,6 +608,23 @@ ConvGeometry with_batch(ConvGeometry g, int64_t batch) {
   return g;
 }
 
+// Sums float32 parts (splits, rows, pitch) in split order into out (rows, cols, weight dtype wt)
+// and, with bias_out, column `cols` of the parts into bias_out (rows): sep_dpw_reduce_kernel, the
+// deterministic end of every split weight-gradient reduction of the backward.
+void sum_parts_in_order(const Tensor& parts, Tensor& out, Tensor* bias_out, int64_t rows,
+                        int64_t cols, int64_t pitch, ScalarType xt, ScalarType wt) {
+  const int64_t n = rows * (cols + (bias_out != nullptr ? 1 : 0));
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(n, 256), 4096));
+  dispatch_dtypes(xt, wt, "separable_conv1d_backward", [&](auto, auto wtag) {
+    using Tw = native_t<typename decltype(wtag)::type>;
+    sep_dpw_reduce_kernel<Tw><<<blocks, 256, 0, current_stream(parts)>>>(
+        static_cast<const float*>(parts.const_data_ptr()), static_cast<Tw*>(out.data_ptr()),
+        bias_out != nullptr ? static_cast<Tw*>(bias_out->data_ptr()) : nullptr, rows, cols, pitch,
+        static_cast<int>(parts.size(0)));
+    check_launch("sep_dpw_reduce_kernel");
+  });
+}
+
 // d pw (Cout, Cin) in dtype wt for half x, or float32 x on TF32: h = depthwise(x) + dw_bias in x's
 // dtype (half: what the forward's MMA rounds h to; float32: cuBLAS rounds it to TF32 as the
 // forward's MMA does), then float32-output GEMMs over all (b, j). With want_bias, h gets 8 extra
@@ -685,19 +702,10 @@ std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
   }
   // One kernel sums the S partial products in order and writes d pw (and d pw_bias) in the
   // weight dtype.
-  const int splits = static_cast<int>(prod.size(0));
   Tensor gw = torch::stable::empty({Cout, Cin}, wt, std::nullopt, xk.device());
   std::optional<Tensor> gb;
   if (want_bias) gb = torch::stable::empty({Cout}, wt, std::nullopt, xk.device());
-  const int64_t n = Cout * (Cin + (want_bias ? 1 : 0));
-  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(n, 256), 4096));
-  dispatch_dtypes(xt, wt, "separable_conv1d_backward", [&](auto, auto wtag) {
-    using Tw = native_t<typename decltype(wtag)::type>;
-    sep_dpw_reduce_kernel<Tw><<<blocks, 256, 0, current_stream(xk)>>>(
-        static_cast<const float*>(prod.const_data_ptr()), static_cast<Tw*>(gw.data_ptr()),
-        want_bias ? static_cast<Tw*>(gb->data_ptr()) : nullptr, Cout, Cin, Ce, splits);
-    check_launch("sep_dpw_reduce_kernel");
-  });
+  sum_parts_in_order(prod, gw, gb ? &*gb : nullptr, Cout, Cin, Ce, xt, wt);
   return {gw, gb};
 }
 
@@ -757,9 +765,9 @@ depthwise_grads_gemm(const Tensor& dy, const Tensor& xk, const Tensor& dw, const
     Tensor dh;
     if (c.in_dx) {
       // dh (n, Cin, Lo) in x's layout, packed at the start of dx's rows b0 + n ...
-      char* base = static_cast<char*>(gx->data_ptr()) + (c.b0 + c.n) * gx->stride(0) * elt;
-      dh = cl ? torch::stable::from_blob(base, {c.n, Cin, Lo}, {Lo * Cin, 1, Cin}, xk.device(), xt)
-              : torch::stable::from_blob(base, {c.n, Cin, Lo}, {Cin * Lo, Lo, 1}, xk.device(), xt);
+      const int64_t at = (c.b0 + c.n) * gx->stride(0);
+      dh = cl ? view3(*gx, at, {c.n, Cin, Lo}, {Lo * Cin, 1, Cin})
+              : view3(*gx, at, {c.n, Cin, Lo}, {Cin * Lo, Lo, 1});
     } else {
       dh = batch_slice(*own_buf, 0, c.n);
     }
@@ -776,14 +784,7 @@ depthwise_grads_gemm(const Tensor& dy, const Tensor& xk, const Tensor& dw, const
   // with rows of K or 1 floats).
   auto total = [&](const Tensor& parts, int64_t width, std::optional<Tensor>& outp) {
     Tensor out = torch::stable::empty({Cin, width}, wt, std::nullopt, xk.device());
-    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(Cin * width, 256), 4096));
-    dispatch_dtypes(xt, wt, "separable_conv1d_backward", [&](auto, auto wtag) {
-      using Tw = native_t<typename decltype(wtag)::type>;
-      sep_dpw_reduce_kernel<Tw><<<blocks, 256, 0, current_stream(xk)>>>(
-          static_cast<const float*>(parts.const_data_ptr()), static_cast<Tw*>(out.data_ptr()), nullptr,
-          Cin, width, width, static_cast<int>(S));
-      check_launch("sep_dpw_reduce_kernel");
-    });
+    sum_parts_in_order(parts, out, nullptr, Cin, width, width, xt, wt);
     outp = out;
   };
   if (need_w) total(*pw_parts, g.kernel_size, gdw);
