@@ -19,9 +19,12 @@
 // of each warpgroup per SM sub-partition: 2 x 168 + 2 x 88 = 512). Waits sleep on the mbarrier
 // (suspend-time hint) rather than spin, leaving issue slots to the producers.
 //
-// h slots form a ring of h_slots >= n_chunks (all chunks of an item stay while its Cout passes read
-// them; the spare slots let the producer run into the next item). Each barrier's phase parity is
-// tracked by ring position (a use count per wrap), so nothing divides in the loops.
+// Pass-major (kG = 0): h slots form a ring of h_slots >= n_chunks (all chunks of an item stay while
+// its Cout passes read them; the spare slots let the producer run into the next item). Chunk-major
+// (kG > 0, where an item's h does not fit): up to kG Cout passes accumulate side by side, so each
+// chunk is released after one visit and a ring of a few slots suffices (see the kernel). Each
+// barrier's phase parity is tracked by ring position (a use count per wrap), so nothing divides in
+// the loops.
 #pragma once
 
 #include "common/dispatch.h"
