@@ -129,28 +129,22 @@ bool launch_fwd(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSourc
   return true;
 }
 
-// The warp-specialised wgmma forward (sm_90a; 16-bit x, or float32 x on TF32).
-template <typename Tx, typename Tw, int BN, bool kXcl>
+// The warp-specialised wgmma forward (sm_90a; 16-bit x, or float32 x on TF32): pass-major, or with
+// kG > 0 chunk-major (kG Cout passes side by side, h streamed).
+template <typename Tx, typename Tw, int BN, bool kXcl, int kG = 0>
 bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src) {
   FwdPlan plan;
-  if (!plan_fwd_ws<Tx, BN, kXcl>(g, view_of(x), y.data_ptr(), y.stride(0), y.stride(1),
-                                 y.stride(2), dev_caps(x.get_device_index()), plan)) {
-    return false;
+  const View3 xv = view_of(x);
+  const DevCaps caps = dev_caps(x.get_device_index());
+  bool ok;
+  if constexpr (kG > 0) {
+    ok = plan_fwd_ws_cm<Tx, BN, kXcl, kG>(g, xv, y.data_ptr(), y.stride(0), y.stride(1),
+                                          y.stride(2), caps, plan);
+  } else {
+    ok = plan_fwd_ws<Tx, BN, kXcl>(g, xv, y.data_ptr(), y.stride(0), y.stride(1), y.stride(2),
+                                   caps, plan);
   }
-  using Tm = WsOperand<Tx>;
-  run_fwd_plan<Tw, Tm, float, sizeof(Tm) == 4>(plan, x, src, sep_fwd_ws_kernel<Tx, BN, kXcl>,
-                                               kWsThreads, "sep_fwd_ws_kernel");
-  return true;
-}
-
-// The chunk-major warp-specialised forward (kG Cout passes side by side, h streamed).
-template <typename Tx, typename Tw, int BN, int kG, bool kXcl>
-bool launch_fwd_ws_cm(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src) {
-  FwdPlan plan;
-  if (!plan_fwd_ws_cm<Tx, BN, kXcl, kG>(g, view_of(x), y.data_ptr(), y.stride(0), y.stride(1),
-                                        y.stride(2), dev_caps(x.get_device_index()), plan)) {
-    return false;
-  }
+  if (!ok) return false;
   using Tm = WsOperand<Tx>;
   run_fwd_plan<Tw, Tm, float, sizeof(Tm) == 4>(plan, x, src, sep_fwd_ws_kernel<Tx, BN, kXcl, kG>,
                                                kWsThreads, "sep_fwd_ws_kernel");
@@ -243,8 +237,8 @@ bool launch_fwd_wg(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
     };
     // Chunk-major: BN 64 x 4 Cout passes side by side (128 accumulators per consumer thread).
     auto cm = [&]() {
-      return xcl ? launch_fwd_ws_cm<Tx, Tw, 64, 4, true>(x, y, g, src)
-                 : launch_fwd_ws_cm<Tx, Tw, 64, 4, false>(x, y, g, src);
+      return xcl ? launch_fwd_ws<Tx, Tw, 64, true, 4>(x, y, g, src)
+                 : launch_fwd_ws<Tx, Tw, 64, false, 4>(x, y, g, src);
     };
     // For comparisons, read per call: SEPCONV1D_WS_BN, the widest pass-major BN tried (128, 64 or
     // 32); SEPCONV1D_WS_CM, "0" never chunk-major, "1" chunk-major first.

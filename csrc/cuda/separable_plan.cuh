@@ -395,23 +395,20 @@ bool plan_fwd_ws_cm(const ConvGeometry& g, const View3& x, void* y, int64_t ysb,
   FwdPlan& o = out;
   FwdParams& p = o.p;
   if (p.n_mt < 2) return false;
-  auto al = [](int64_t bytes) { return round_up(bytes, 1024); };
-  const int64_t h_bytes = al(static_cast<int64_t>(Tile::H_ELEMS) * sizeof(Tm));
+  const int64_t h_bytes = round_up(static_cast<int64_t>(Tile::H_ELEMS) * sizeof(Tm), 1024);
   const int64_t w_tile = static_cast<int64_t>(Tile::BM) * Tile::BK * sizeof(Tm);
   const int64_t limit = caps.smem_optin - 1024;  // 1024 bytes to align the base
-  const int64_t fixed = 2 * al(o.xs_bytes) + 2 * al(o.dws_bytes) + kCmHSlots * h_bytes;
+  // As many W stages as fit (kCmMaxWStages down to 3).
   int64_t stages = kCmMaxWStages;
-  while (stages >= 3 && fixed + stages * w_tile + al(8 * (2 * stages + 2 * kCmHSlots)) > limit) {
-    --stages;
+  while (!place_ws_smem(o, stages, kCmHSlots, w_tile, h_bytes, limit)) {
+    if (--stages < 3) return false;
   }
-  if (stages < 3) return false;
   const int64_t ppg = std::min<int64_t>(kG, p.n_mt);
   const int64_t n_groups = ceil_div(p.n_mt, ppg);
   const int64_t n_workers = std::max<int64_t>(1, std::min<int64_t>(p.n_items, caps.sms / n_groups));
   p.ppg = static_cast<int>(ppg);
   p.n_groups = static_cast<int>(n_groups);
   p.n_workers = static_cast<int>(n_workers);
-  if (!place_ws_smem(o, stages, kCmHSlots, w_tile, h_bytes, limit)) return false;
   o.blocks = n_groups * n_workers;
   o.pp.ws_tiles = Tile::BK;
   return true;
