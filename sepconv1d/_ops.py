@@ -11,6 +11,7 @@ import glob
 import os
 
 import torch
+from torch.autograd.function import once_differentiable
 
 from . import _shapes
 
@@ -155,7 +156,17 @@ torch.library.register_autograd(
 # forward, 142 -> 89 us per forward + torch.autograd.grad; on the H200 host a minimal Function of
 # this form took 492 us per training step where the functional API took 900 us). With autocast on
 # it calls the operator itself, whose autocast rule casts before autograd records anything.
+#
+# Inside these Functions the operators are called below the Autograd dispatch key: the Function
+# records the graph, so the operator's own autograd kernel (register_autograd's Python wrapper,
+# which would only find grad mode off and redispatch) and the autograd handling of every aten call
+# the operator makes on grad-requiring inputs are skipped (CPU runner, B1 C8->16 L16: 104 -> 98 us
+# per forward + torch.autograd.grad; on the lent H200 hosts within their run-to-run spread, csrc/NOTES.md).
+# The backward operators have no derivative: once_differentiable makes a second backward through
+# them (create_graph=True) raise instead of returning wrong gradients.
 # ---------------------------------------------------------------------------------------------
+
+_below_autograd = torch._C._AutoDispatchBelowAutograd
 
 
 class _DepthwiseFunction(torch.autograd.Function):
@@ -163,9 +174,14 @@ class _DepthwiseFunction(torch.autograd.Function):
     def forward(ctx, x, weight, bias, stride, pad_left, pad_right, dilation):
         args = (x, weight, bias, stride, pad_left, pad_right, dilation)
         _depthwise_setup_context(ctx, args, None)
-        return ops.depthwise_conv1d(*args)
+        with _below_autograd():
+            return ops.depthwise_conv1d(*args)
 
-    backward = staticmethod(_depthwise_backward)
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        with _below_autograd():
+            return _depthwise_backward(ctx, grad_out)
 
 
 class _SeparableFunction(torch.autograd.Function):
@@ -174,16 +190,24 @@ class _SeparableFunction(torch.autograd.Function):
                 allow_tf32):
         args = (x, dw_weight, dw_bias, pw_weight, pw_bias, stride, pad_left, pad_right, dilation, allow_tf32)
         _separable_setup_context(ctx, args, None)
-        return ops.separable_conv1d(*args)
+        with _below_autograd():
+            return ops.separable_conv1d(*args)
 
-    backward = staticmethod(_separable_backward)
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        with _below_autograd():
+            return _separable_backward(ctx, grad_out)
 
 
 def _lean_autograd(x: torch.Tensor, *tensors: torch.Tensor | None) -> bool:
-    """Whether to record through the plain autograd.Function: grad mode on, no autocast, and some
-    input requires grad. Otherwise the operator is called directly: Function.apply costs host time
-    even when there is nothing to record (about 60 us per call on this project's CPU runner)."""
+    """Whether to record through the plain autograd.Function: eager (not traced), grad mode on, no
+    autocast, and some input requires grad. Otherwise the operator is called directly: Function.apply
+    costs host time even when there is nothing to record (about 60 us per call on this project's CPU
+    runner), and traced graphs take the operator's registered autograd."""
     if not torch.is_grad_enabled() or torch.is_autocast_enabled(x.device.type):
+        return False
+    if torch.compiler.is_compiling():
         return False
     return x.requires_grad or any(t is not None and t.requires_grad for t in tensors)
 

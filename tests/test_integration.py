@@ -77,6 +77,19 @@ def test_gradcheck_separable(device, layout):
             (x, *params))
 
 
+def test_second_backward_raises(device):
+    # The backward operators have no derivative: a second backward through the functional API's
+    # gradients (create_graph=True) must raise, not warn and return wrong gradients.
+    x = make_activation(2, 4, 16, torch.float32, device).requires_grad_(True)
+    w = torch.randn(4, 3, device=device, requires_grad=True)
+    pw = torch.randn(5, 4, device=device, requires_grad=True)
+    for y in (sepconv1d.depthwise_conv1d(x, w, padding=1), sepconv1d.separable_conv1d(x, w, pw, padding=1)):
+        (gx,) = torch.autograd.grad(y.square().sum(), (x,), create_graph=True)
+        torch.testing.assert_close(gx, torch.autograd.grad(y.square().sum(), (x,), retain_graph=True)[0])
+        with pytest.raises(RuntimeError, match="once_differentiable"):
+            gx.sum().backward()
+
+
 def _compile_counters():
     from torch._dynamo.utils import counters
     return counters
