@@ -1,11 +1,18 @@
 """One fused separable forward per operand type (bf16, fp16, TF32) and x layout, at a shape that takes
-the warp-specialised wgmma kernel on H100/H200, and three shapes on its chunk-major form, for
-compute-sanitizer:
+the warp-specialised wgmma kernel on H100/H200, three shapes on its chunk-major form, and the
+backward in batch chunks, for compute-sanitizer:
 
     compute-sanitizer --tool racecheck python3 -P scripts/separable_race.py
+
+sepconv1d's kernels report no hazards. The backward's GEMMs run on cuBLAS, and racecheck reports
+shared-memory hazards inside cuBLAS's own nvjet kernels (H200, CUDA 13.0: 4, in the split-K and
+TNT GEMM kernels); they are NVIDIA's library code, the same kernels torch.matmul runs. Excluding
+them (--kernel-name-exclude kns=nvjet) makes their launches fail under the tool.
 """
 
 from __future__ import annotations
+
+import os
 
 import torch
 
@@ -36,6 +43,22 @@ def main() -> None:
         y = sepconv1d.separable_conv1d(x, dw, pw, padding="same", dilation=dilation)
         torch.cuda.synchronize()
         print(dtype, f"Cin {cin} K {k} dilation {dilation}", tuple(y.shape))
+
+    # The backward in batch chunks (forced by a 4 MiB threshold), channel-first and channel-last: the
+    # depthwise backward per chunk and the one ordered reduction of the chunks' weight-gradient
+    # partial sums (dw_reduce_kernel over several runs).
+    os.environ["SEPCONV1D_BWD_CHUNK_MIB"] = "4"
+    for channels_last in (False, True):
+        shape = (9, 2048, 256) if channels_last else (9, 256, 2048)
+        x = torch.randn(*shape, device="cuda", dtype=torch.bfloat16)
+        x = (x.transpose(1, 2) if channels_last else x).requires_grad_()
+        params = [torch.randn(*s, device="cuda", dtype=torch.bfloat16).requires_grad_()
+                  for s in ((256, 1, 3), (48, 256, 1), (256,), (48,))]
+        y = sepconv1d.separable_conv1d(x, params[0], params[1], params[2], params[3], padding="same")
+        grads = torch.autograd.grad(y, (x, *params), torch.randn_like(y))
+        torch.cuda.synchronize()
+        print("backward", "channels_last" if channels_last else "contiguous", [tuple(g.shape) for g in grads])
+    del os.environ["SEPCONV1D_BWD_CHUNK_MIB"]
 
 
 if __name__ == "__main__":

@@ -122,14 +122,16 @@ constexpr int64_t kWorkspaceBytes = int64_t(32) << 20;
 // The workspace of (device, stream), allocated on first use and kept for the process (never
 // freed: the map is leaked so that no tensor outlives the CUDA context at exit). Products on one
 // stream are ordered, so one workspace per stream is never used by two products at once.
-void* workspace_for(const Tensor& like, cudaStream_t stream) {
+void* workspace_for(int device, cudaStream_t stream) {
   static std::mutex mu;
   static auto* spaces = new std::map<std::pair<int, cudaStream_t>, Tensor>();
-  const std::pair<int, cudaStream_t> key{like.get_device_index(), stream};
+  const std::pair<int, cudaStream_t> key{device, stream};
   std::lock_guard<std::mutex> lock(mu);
   auto it = spaces->find(key);
   if (it == spaces->end()) {
-    Tensor ws = torch::stable::empty({kWorkspaceBytes}, ScalarType::Byte, std::nullopt, like.device());
+    const torch::stable::Device dev(torch::headeronly::DeviceType::CUDA,
+                                    static_cast<torch::stable::DeviceIndex>(device));
+    Tensor ws = torch::stable::empty({kWorkspaceBytes}, ScalarType::Byte, std::nullopt, dev);
     it = spaces->emplace(key, ws).first;
   }
   return it->second.data_ptr();
@@ -155,14 +157,13 @@ struct Operand {
   long long batch_stride;
 };
 
-// r: the row-major (rows, cols) view, batch dim first when 3-d. Returns nullopt-like false when r
-// needs a copy (neither dimension has a unit stride).
-bool as_operand(const Tensor& r, Operand& o) {
-  const int64_t d = r.dim();
-  const int64_t rows = r.size(d - 2), cols = r.size(d - 1);
-  const int64_t s0 = r.stride(d - 2), s1 = r.stride(d - 1);
-  o.ptr = r.const_data_ptr();
-  o.batch_stride = d == 3 ? r.stride(0) : 0;
+// r: the row-major (rows, cols) matrices of a view (batch dim first). Returns false when r needs a
+// copy (neither dimension has a unit stride).
+bool as_operand(const StridedView& r, Operand& o) {
+  const int64_t rows = r.size[1], cols = r.size[2];
+  const int64_t s0 = r.stride[1], s1 = r.stride[2];
+  o.ptr = r.ptr;
+  o.batch_stride = r.size[0] > 1 ? r.stride[0] : 0;
   // r^T column-major is cols x rows: needs ld >= cols unless there is only one row.
   if (s1 == 1 || cols == 1) {
     if (rows == 1 || s0 >= std::max<int64_t>(cols, 1)) {
@@ -182,55 +183,54 @@ bool as_operand(const Tensor& r, Operand& o) {
   return false;
 }
 
+// A contiguous copy of a view that cuBLAS cannot read in place (rare: neither matrix dimension
+// has a unit stride); the tensor keeps the copy alive for the product.
+StridedView packed_copy(const StridedView& v, Tensor& keep) {
+  const torch::stable::Device dev(torch::headeronly::DeviceType::CUDA,
+                                  static_cast<torch::stable::DeviceIndex>(v.device));
+  const Tensor src = torch::stable::from_blob(v.ptr, {v.size[0], v.size[1], v.size[2]},
+                                              {v.stride[0], v.stride[1], v.stride[2]}, dev, v.dtype);
+  keep = torch::stable::contiguous(src);
+  return StridedView::of(keep);
+}
+
 }  // namespace
 
 bool cublas_available() { return cublas().ok; }
 
-void cublas_matmul_into(const Tensor& a_in, const Tensor& b_in, Tensor& out) {
+void cublas_matmul_into(const StridedView& a_in, const StridedView& b_in, const StridedView& out) {
   const Cublas& lib = cublas();
   STD_TORCH_CHECK(lib.ok, "sepconv1d: cuBLAS is not available");
-  const int64_t d = a_in.dim();
-  STD_TORCH_CHECK((d == 2 || d == 3) && b_in.dim() == d && out.dim() == d,
-                  "sepconv1d: cuBLAS products take 2-d or 3-d tensors");
-  const ScalarType in_t = a_in.scalar_type(), out_t = out.scalar_type();
-  STD_TORCH_CHECK(b_in.scalar_type() == in_t && (out_t == ScalarType::Float || out_t == in_t),
+  const ScalarType in_t = a_in.dtype, out_t = out.dtype;
+  STD_TORCH_CHECK(b_in.dtype == in_t && (out_t == ScalarType::Float || out_t == in_t),
                   "sepconv1d: cuBLAS product dtypes");
-  const int64_t S = d == 3 ? a_in.size(0) : 1;
-  const int64_t m = a_in.size(d - 2), k = a_in.size(d - 1), n = b_in.size(d - 1);
-  STD_TORCH_CHECK(b_in.size(d - 2) == k && out.size(d - 2) == m && out.size(d - 1) == n &&
-                      (d == 2 || (b_in.size(0) == S && out.size(0) == S)),
+  const int64_t S = out.size[0];
+  const int64_t m = a_in.size[1], k = a_in.size[2], n = b_in.size[2];
+  STD_TORCH_CHECK(b_in.size[1] == k && out.size[1] == m && out.size[2] == n &&
+                      a_in.size[0] == S && b_in.size[0] == S,
                   "sepconv1d: cuBLAS product shape mismatch");
   if (out.numel() == 0) return;
-  if (k == 0) {
-    torch::stable::zero_(out);
-    return;
-  }
-  const int64_t ldc = out.stride(d - 1) == 1 && (m == 1 || out.stride(d - 2) >= n)
-                          ? (m == 1 ? n : out.stride(d - 2)) : -1;
+  STD_TORCH_CHECK(k > 0, "sepconv1d: cuBLAS product over an empty dimension");
+  const int64_t ldc = out.stride[2] == 1 && (m == 1 || out.stride[1] >= n)
+                          ? (m == 1 ? n : out.stride[1]) : -1;
   STD_TORCH_CHECK(ldc >= 1, "sepconv1d: cuBLAS product output needs rows of unit stride");
-  Tensor a = a_in, b = b_in;
+  Tensor keep_a, keep_b;
   Operand oa{}, ob{};
-  if (!as_operand(a, oa)) {
-    a = torch::stable::contiguous(a);
-    as_operand(a, oa);
-  }
-  if (!as_operand(b, ob)) {
-    b = torch::stable::contiguous(b);
-    as_operand(b, ob);
-  }
+  if (!as_operand(a_in, oa)) as_operand(packed_copy(a_in, keep_a), oa);
+  if (!as_operand(b_in, ob)) as_operand(packed_copy(b_in, keep_b), ob);
   // Row-major out = a b is column-major out^T = b^T a^T: cuBLAS's (n x m) = op(B) (n x k) op(A)
   // (k x m) with B the column-major b^T (op N on a row-major b) and A likewise a^T.
-  const cudaStream_t stream = current_stream(a_in);
-  void* ws = workspace_for(a_in, stream);
-  const cublasHandle h = handle_for(a_in.get_device_index());
+  const cudaStream_t stream = current_stream(a_in.device);
+  void* ws = workspace_for(a_in.device, stream);
+  const cublasHandle h = handle_for(a_in.device);
   check_cublas(lib.set_stream(h, stream), "cublasSetStream");
   check_cublas(lib.set_workspace(h, ws, static_cast<size_t>(kWorkspaceBytes)), "cublasSetWorkspace");
   const float alpha = 1.0f, beta = 0.0f;
   const int compute = in_t == ScalarType::Float ? kComputeFastTf32 : kCompute32F;
   check_cublas(lib.gemm(h, ob.op, oa.op, n, m, k, &alpha, ob.ptr, cuda_dtype(in_t), ob.ld,
                         ob.batch_stride, oa.ptr, cuda_dtype(in_t), oa.ld, oa.batch_stride, &beta,
-                        out.data_ptr(), cuda_dtype(out_t), ldc, d == 3 ? out.stride(0) : 0, S,
-                        compute, kGemmDefault),
+                        out.ptr, cuda_dtype(out_t), ldc, S > 1 ? out.stride[0] : 0, S, compute,
+                        kGemmDefault),
                "cublasGemmStridedBatchedEx");
 }
 

@@ -5,6 +5,8 @@
 // the dispatcher's per-call cost.
 #pragma once
 
+#include "cuda/strided_view.h"
+
 #include <torch/csrc/stable/tensor.h>
 
 namespace sepconv1d {
@@ -13,14 +15,14 @@ namespace cuda {
 // Whether cuBLAS could be reached in this process (the library PyTorch loaded). Cached.
 bool cublas_available();
 
-// out = a @ b for a (m, k) and b (k, n), or batched a (S, m, k), b (S, k, n), out (S, m, n)
-// (a batch stride of 0 is allowed for a and b), on the current stream of a's device.
+// out = a @ b, batched over dimension 0: a (S, m, k), b (S, k, n), out (S, m, n) (a batch stride
+// of 0 is allowed for a and b; 2-d tensors are a batch of one), on the current stream of a's
+// device.
 //  - a, b float32: TF32 products, float32 accumulation; out float32.
 //  - a, b both bfloat16 or both float16: float32 accumulation; out float32 or a's dtype.
 // a and b need a unit stride in one of their last two dimensions (otherwise they are copied
 // first); out a unit stride in its last. Deterministic run to run. Requires cublas_available().
-void cublas_matmul_into(const torch::stable::Tensor& a, const torch::stable::Tensor& b,
-                        torch::stable::Tensor& out);
+void cublas_matmul_into(const StridedView& a, const StridedView& b, const StridedView& out);
 
 }  // namespace cuda
 }  // namespace sepconv1d

@@ -18,12 +18,15 @@
 namespace sepconv1d {
 namespace cuda {
 
-// The stream PyTorch considers current on x's device: kernels run there, never on stream 0.
-inline cudaStream_t current_stream(const torch::stable::Tensor& x) {
+// The stream PyTorch considers current on a device: kernels run there, never on stream 0.
+inline cudaStream_t current_stream(int device) {
   void* stream = nullptr;
-  STD_TORCH_CHECK(aoti_torch_get_current_cuda_stream(x.get_device_index(), &stream) == 0,
+  STD_TORCH_CHECK(aoti_torch_get_current_cuda_stream(device, &stream) == 0,
                   "sepconv1d: could not get the current CUDA stream");
   return static_cast<cudaStream_t>(stream);
+}
+inline cudaStream_t current_stream(const torch::stable::Tensor& x) {
+  return current_stream(x.get_device_index());
 }
 
 // Throws with the CUDA error string if the last launch failed to start.

@@ -16,6 +16,7 @@
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <tuple>
@@ -23,9 +24,12 @@
 namespace sepconv1d {
 namespace cuda {
 
+static_assert(DepthwisePartials::kMaxCalls == dwk::kRedMaxRuns,
+              "one deferred reduction run per depthwise backward call");
+
 namespace {
 
-dwk::Desc3 desc_of(const Tensor& t) { return {t.stride(0), t.stride(1), t.stride(2)}; }
+dwk::Desc3 desc_of(const StridedView& v) { return {v.stride[0], v.stride[1], v.stride[2]}; }
 
 dwk::Problem problem_of(const ConvGeometry& g) {
   return {g.batch, g.channels, g.length, g.out_length, g.kernel_size, g.stride, g.dilation,
@@ -51,25 +55,159 @@ dwk::DevInfo device_info(int device) {
 
 }  // namespace
 
+void depthwise_forward_view(const StridedView& x, const Tensor& weight,
+                            const std::optional<Tensor>& bias, const ConvGeometry& g,
+                            const StridedView& y) {
+  if (y.numel() == 0) return;
+  const Tensor w = contiguous_if_needed(weight);
+  std::optional<Tensor> b;
+  if (bias.has_value()) b = contiguous_if_needed(*bias);
+  const cudaStream_t stream = current_stream(x.device);
+  const dwk::DevInfo dev = device_info(x.device);
+  const dwk::Problem pr = problem_of(g);
+  dispatch_dtypes(x.dtype, w.scalar_type(), "depthwise_conv1d", [&](auto xt, auto wt) {
+    using T = native_t<typename decltype(xt)::type>;
+    using W = native_t<typename decltype(wt)::type>;
+    const W* wp = static_cast<const W*>(w.const_data_ptr());
+    const W* bp = b.has_value() ? static_cast<const W*>(b->const_data_ptr()) : nullptr;
+    dwk::forward<T, W>(pr, static_cast<const T*>(x.ptr), desc_of(x), wp, bp,
+                       static_cast<T*>(y.ptr), desc_of(y), stream, dev);
+  });
+}
+
 void depthwise_forward_into(const Tensor& x, const Tensor& weight,
                             const std::optional<Tensor>& bias, const ConvGeometry& g, Tensor& y) {
   if (y.numel() == 0) return;
   torch::stable::accelerator::DeviceGuard guard(x.get_device_index());
+  depthwise_forward_view(StridedView::of(x), weight, bias, g, StridedView::of(y));
+}
+
+// `bytes` from the current buffer, or from a new one of at least `want` bytes.
+void* DepthwisePartials::carve(int device, size_t bytes, size_t want) {
+  bytes = (bytes + 255) / 256 * 256;  // keep every run 256-byte aligned
+  if (bytes > room_) {
+    const torch::stable::Device dev(torch::headeronly::DeviceType::CUDA,
+                                    static_cast<torch::stable::DeviceIndex>(device));
+    const size_t total = std::max(bytes, (want + 255) / 256 * 256);
+    buffers_.push_back(torch::stable::empty({static_cast<int64_t>(total)}, ScalarType::Byte,
+                                            std::nullopt, dev));
+    next_ = static_cast<char*>(buffers_.back().mutable_data_ptr());
+    room_ = total;
+  }
+  void* p = next_;
+  next_ += bytes;
+  room_ -= bytes;
+  return p;
+}
+
+DepthwisePartials::Block DepthwisePartials::alloc(int device, size_t bytes, size_t sum_bytes) {
+  const size_t left = static_cast<size_t>(std::max(calls_left_, 1));
+  --calls_left_;
+  // Kept: room for this call and, at the same size, every call still to come (the separable
+  // backward's chunks shrink, so their partial sums do too): one allocation in the usual case.
+  if (calls_ <= 1 || bytes * left <= kKeepBytes) return {carve(device, bytes, bytes * left), nullptr};
+  // Summed right away: the scratch buffer (grown when needed: the smaller one is released first,
+  // safe in stream order, so the two never count together), and a slot that is kept.
+  if (!scratch_ || static_cast<size_t>(scratch_->numel()) < bytes) {
+    const torch::stable::Device dev(torch::headeronly::DeviceType::CUDA,
+                                    static_cast<torch::stable::DeviceIndex>(device));
+    scratch_.reset();
+    scratch_ = torch::stable::empty({static_cast<int64_t>(bytes)}, ScalarType::Byte, std::nullopt, dev);
+  }
+  return {scratch_->mutable_data_ptr(), carve(device, sum_bytes, ((sum_bytes + 255) / 256 * 256) * left)};
+}
+
+namespace {
+
+// The depthwise backward over views; defer: append the weight-gradient partial sums to `partials`
+// instead of reducing them here (then `partials` also provides their memory).
+void backward_view(const StridedView& dy, const StridedView& x, const Tensor& weight,
+                   const ConvGeometry& g, const StridedView* dx, Tensor* dw, Tensor* db,
+                   DepthwisePartials* partials) {
   const Tensor w = contiguous_if_needed(weight);
-  std::optional<Tensor> b;
-  if (bias.has_value()) b = contiguous_if_needed(*bias);
-  const int device = x.get_device_index();
-  const cudaStream_t stream = current_stream(x);
+  const ScalarType wdtype = w.scalar_type();
+  STD_TORCH_CHECK((!dw || (dw->scalar_type() == wdtype && dw->is_contiguous())) &&
+                      (!db || (db->scalar_type() == wdtype && db->is_contiguous())),
+                  "sepconv1d: depthwise weight gradients must be contiguous in the weight dtype");
+  const int device = x.device;
+  const cudaStream_t stream = current_stream(device);
   const dwk::DevInfo dev = device_info(device);
   const dwk::Problem pr = problem_of(g);
-  dispatch_dtypes(x.scalar_type(), w.scalar_type(), "depthwise_conv1d", [&](auto xt, auto wt) {
+  dispatch_dtypes(x.dtype, wdtype, "depthwise_conv1d_backward", [&](auto xt, auto wt) {
     using T = native_t<typename decltype(xt)::type>;
     using W = native_t<typename decltype(wt)::type>;
-    const T* xp = static_cast<const T*>(x.const_data_ptr());
+    using A = dwk::acc_of<T>;
+    dwk::RedRuns<A> runs{};
+    // Workspace for the deterministic dw/db partial sums: from `partials`, or for this call only
+    // (it lives until the launches are queued; the caching allocator keeps it stream-ordered).
+    std::optional<Tensor> workspace;
+    auto alloc = [&](size_t bytes) -> void* {
+      if (partials != nullptr) {
+        const size_t sum_bytes = static_cast<size_t>((g.kernel_size + 1) * g.channels) * sizeof(A);
+        const DepthwisePartials::Block blk = partials->alloc(device, bytes, sum_bytes);
+        runs.fold = static_cast<A*>(blk.fold);
+        return blk.partials;
+      }
+      const torch::stable::Device d(torch::headeronly::DeviceType::CUDA,
+                                    static_cast<torch::stable::DeviceIndex>(device));
+      workspace = torch::stable::empty({static_cast<int64_t>(bytes)}, ScalarType::Byte, std::nullopt, d);
+      return workspace->mutable_data_ptr();
+    };
     const W* wp = static_cast<const W*>(w.const_data_ptr());
-    const W* bp = b.has_value() ? static_cast<const W*>(b->const_data_ptr()) : nullptr;
-    T* yp = static_cast<T*>(y.mutable_data_ptr());
-    dwk::forward<T, W>(pr, xp, desc_of(x), wp, bp, yp, desc_of(y), stream, dev);
+    T* dxp = dx && dx->numel() > 0 ? static_cast<T*>(dx->ptr) : nullptr;
+    W* dwp = dw && dw->numel() > 0 ? static_cast<W*>(dw->mutable_data_ptr()) : nullptr;
+    W* dbp = db && db->numel() > 0 ? static_cast<W*>(db->mutable_data_ptr()) : nullptr;
+    const dwk::Desc3 dxd = dx ? desc_of(*dx) : dwk::Desc3{0, 0, 0};
+    dwk::RedRuns<A>* defer = nullptr;
+    if (partials != nullptr) {
+      for (int r = 0; r < partials->runs; ++r) {
+        runs.part[r] = static_cast<const A*>(partials->part[r]);
+        runs.split[r] = partials->split[r];
+      }
+      runs.n = partials->runs;
+      defer = &runs;
+    }
+    dwk::backward<T, W>(pr, static_cast<const T*>(dy.ptr), desc_of(dy),
+                        static_cast<const T*>(x.ptr), desc_of(x), wp, dxp, dxd, dwp, dbp, alloc,
+                        stream, dev, {}, defer);
+    if (partials != nullptr) {
+      for (int r = partials->runs; r < runs.n; ++r) {
+        partials->part[r] = runs.part[r];
+        partials->split[r] = runs.split[r];
+      }
+      partials->runs = runs.n;
+    }
+  });
+}
+
+}  // namespace
+
+void depthwise_backward_view(const StridedView& dy, const StridedView& x, const Tensor& weight,
+                             const ConvGeometry& g, const StridedView* dx, Tensor* dw, Tensor* db,
+                             DepthwisePartials& partials) {
+  backward_view(dy, x, weight, g, dx, dw, db, &partials);
+}
+
+void depthwise_reduce_partials(const DepthwisePartials& partials, ScalarType x_dtype,
+                               const ConvGeometry& g, Tensor* dw, Tensor* db) {
+  if (!dw && !db) return;
+  const ScalarType wdtype = dw ? dw->scalar_type() : db->scalar_type();
+  const int device = dw ? dw->get_device_index() : db->get_device_index();
+  const cudaStream_t stream = current_stream(device);
+  const dwk::DevInfo dev = device_info(device);
+  dispatch_dtypes(x_dtype, wdtype, "depthwise_conv1d_backward", [&](auto xt, auto wt) {
+    using T = native_t<typename decltype(xt)::type>;
+    using W = native_t<typename decltype(wt)::type>;
+    using A = dwk::acc_of<T>;
+    dwk::RedRuns<A> runs{};
+    for (int r = 0; r < partials.runs; ++r) {
+      runs.part[r] = static_cast<const A*>(partials.part[r]);
+      runs.split[r] = partials.split[r];
+    }
+    runs.n = partials.runs;
+    W* dwp = dw && dw->numel() > 0 ? static_cast<W*>(dw->mutable_data_ptr()) : nullptr;
+    W* dbp = db && db->numel() > 0 ? static_cast<W*>(db->mutable_data_ptr()) : nullptr;
+    dwk::reduce_runs<A, W>(runs, g.kernel_size, g.channels, dwp, dbp, stream, dev);
   });
 }
 
@@ -77,38 +215,12 @@ void depthwise_backward_into(const Tensor& grad_out, const Tensor& x_in, const T
                              const ConvGeometry& g, Tensor* dx, Tensor* dw, Tensor* db) {
   if (!dx && !dw && !db) return;
   torch::stable::accelerator::DeviceGuard guard(x_in.get_device_index());
-  const Tensor w = contiguous_if_needed(weight);
   const Tensor x = as_kernel_layout(x_in);
   const Tensor dy = to_layout(grad_out, is_channels_last(x));
-  const ScalarType wdtype = w.scalar_type();
-  STD_TORCH_CHECK((!dw || (dw->scalar_type() == wdtype && dw->is_contiguous())) &&
-                      (!db || (db->scalar_type() == wdtype && db->is_contiguous())),
-                  "sepconv1d: depthwise weight gradients must be contiguous in the weight dtype");
-  const int device = x.get_device_index();
-  const cudaStream_t stream = current_stream(x);
-  const dwk::DevInfo dev = device_info(device);
-  const dwk::Problem pr = problem_of(g);
-  // Workspace for the deterministic dw/db partial sums; lives until the launches are queued (the
-  // caching allocator keeps it stream-ordered).
-  std::optional<Tensor> workspace;
-  auto alloc = [&](size_t bytes) -> void* {
-    workspace = torch::stable::empty({static_cast<int64_t>(bytes)}, ScalarType::Byte, std::nullopt,
-                                     x.device());
-    return workspace->mutable_data_ptr();
-  };
-  dispatch_dtypes(x.scalar_type(), wdtype, "depthwise_conv1d_backward", [&](auto xt, auto wt) {
-    using T = native_t<typename decltype(xt)::type>;
-    using W = native_t<typename decltype(wt)::type>;
-    const T* dyp = static_cast<const T*>(dy.const_data_ptr());
-    const T* xp = static_cast<const T*>(x.const_data_ptr());
-    const W* wp = static_cast<const W*>(w.const_data_ptr());
-    T* dxp = dx && dx->numel() > 0 ? static_cast<T*>(dx->mutable_data_ptr()) : nullptr;
-    W* dwp = dw && dw->numel() > 0 ? static_cast<W*>(dw->mutable_data_ptr()) : nullptr;
-    W* dbp = db && db->numel() > 0 ? static_cast<W*>(db->mutable_data_ptr()) : nullptr;
-    const dwk::Desc3 dxd = dx ? desc_of(*dx) : dwk::Desc3{0, 0, 0};
-    dwk::backward<T, W>(pr, dyp, desc_of(dy), xp, desc_of(x), wp, dxp, dxd, dwp, dbp, alloc, stream,
-                        dev);
-  });
+  std::optional<StridedView> dxv;
+  if (dx) dxv = StridedView::of(*dx);
+  backward_view(StridedView::of(dy), StridedView::of(x), weight, g, dxv ? &*dxv : nullptr, dw, db,
+                nullptr);
 }
 
 std::tuple<std::optional<Tensor>, std::optional<Tensor>, std::optional<Tensor>> depthwise_backward(

@@ -1997,19 +1997,33 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_dw_direct_kernel(const Direct
   }
 }
 
-// dw[c, k] = sum over splits of part[s][k][c]; db[c] likewise from slot K. A block owns
+// Partial sums to add up: n runs, run r holding split[r] consecutive (K + 1) x C partial sums at
+// part[r]. One run per depthwise backward call; several when a caller (the separable backward's
+// batch chunks) defers the reduction of its calls to one launch at the end. fold: set (by the
+// caller's workspace allocator) for a call whose partial sums are too large to keep until then:
+// they are first summed into fold ((K + 1) x C), which becomes the call's run (split 1).
+constexpr int kRedMaxRuns = 8;
+template <typename A>
+struct RedRuns {
+  const A* part[kRedMaxRuns];
+  int64_t split[kRedMaxRuns];
+  int n;
+  A* fold;
+};
+
+// dw[c, k] = sum over all runs' splits of part[s][k][c]; db[c] likewise from slot K (or, with
+// sums, the (K + 1) x C sums themselves into sums, in the partial-sum layout). A block owns
 // kRedOut consecutive outputs; its threads split the splits into kRedPh phases (thread: output
-// o = tid % kRedOut, phase tid / kRedOut, summing splits phase, phase + kRedPh, ... in order),
-// and the phase sums are added in phase order: the order depends only on split, so results are
-// bit-identical run to run. Many short chains instead of one per output: one thread per output
-// walking all splits serially took 390 us for the channel-last backward (528 splits x 5120
-// outputs, 40 blocks); 32 outputs x 4 phases per block still 68-110 us.
+// o = tid % kRedOut, phase tid / kRedOut, summing splits phase, phase + kRedPh, ... of each run
+// in run order), and the phase sums are added in phase order: the order depends only on the
+// runs' splits, so results are bit-identical run to run. Many short chains instead of one per
+// output: one thread per output walking all splits serially took 390 us for the channel-last
+// backward (528 splits x 5120 outputs, 40 blocks); 32 outputs x 4 phases per block still 68-110 us.
 constexpr int kRedOut = 8;
 constexpr int kRedPh = kThreads / kRedOut;
 template <typename A, typename W>
-__global__ void __launch_bounds__(kThreads) dw_reduce_kernel(const A* __restrict__ part,
-                                                             int64_t split, int64_t K, int64_t C,
-                                                             W* dw, W* db) {
+__global__ void __launch_bounds__(kThreads) dw_reduce_kernel(const RedRuns<A> runs, int64_t K,
+                                                             int64_t C, W* dw, W* db, A* sums) {
   __shared__ A red[kRedPh][kRedOut];
   const int64_t total = (K + 1) * C;
   const int o = int(threadIdx.x) % kRedOut;
@@ -2019,9 +2033,12 @@ __global__ void __launch_bounds__(kThreads) dw_reduce_kernel(const A* __restrict
     const int64_t idx = base + o;
     A s = A(0);
     if (idx < total) {
-      const A* src = part + idx;
+      for (int r = 0; r < runs.n; ++r) {
+        const A* src = runs.part[r] + idx;
+        const int64_t split = runs.split[r];
 #pragma unroll 4
-      for (int64_t si = ph; si < split; si += kRedPh) s += src[si * total];
+        for (int64_t si = ph; si < split; si += kRedPh) s += src[si * total];
+      }
     }
     red[ph][o] = s;
     __syncthreads();
@@ -2029,10 +2046,14 @@ __global__ void __launch_bounds__(kThreads) dw_reduce_kernel(const A* __restrict
       A t = red[0][o];
 #pragma unroll
       for (int q = 1; q < kRedPh; ++q) t += red[q][o];
-      const int64_t k = idx / C;
-      const int64_t c = idx - k * C;
-      W* dst = (k < K) ? (dw ? dw + c * K + k : nullptr) : (db ? db + c : nullptr);
-      if (dst != nullptr) *dst = out_cvt<W>(t);
+      if (sums != nullptr) {
+        sums[idx] = t;
+      } else {
+        const int64_t k = idx / C;
+        const int64_t c = idx - k * C;
+        W* dst = (k < K) ? (dw ? dw + c * K + k : nullptr) : (db ? db + c : nullptr);
+        if (dst != nullptr) *dst = out_cvt<W>(t);
+      }
     }
     __syncthreads();
   }

@@ -505,12 +505,28 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
 // ------------------------------------------------------------------------------------------------
 // Backward
 // ------------------------------------------------------------------------------------------------
+// dw / db = the sum of the runs' partial sums (or, with sums, the (K + 1) x C sums themselves),
+// written by one dw_reduce_kernel launch.
+template <typename A, typename W>
+void reduce_runs(const RedRuns<A>& runs, int64_t K, int64_t C, W* dw, W* db, cudaStream_t stream,
+                 const DevInfo& dev, A* sums = nullptr) {
+  if (C <= 0 || (dw == nullptr && db == nullptr && sums == nullptr)) return;
+  auto kern = &dw_reduce_kernel<A, W>;
+  const int64_t grid = clamp64(ceil_div((K + 1) * C, kRedOut), 1, int64_t(dev.sms) * 32);
+  DW_LAUNCH(kern, grid, size_t(0), stream, runs, K, C, dw, db, sums);
+  DW_CHECK_LAUNCH("dw_reduce_kernel");
+}
+
 // dx (when not nullptr) in dxd's layout, dw (C, K) and db (C) contiguous in W (when not nullptr).
 // alloc(bytes) returns device memory for the partial sums that stays valid for the launches.
+// defer: nullptr, or where the call's partial sums are appended as a run instead of being reduced
+// into dw / db here (the caller reduces all its runs with reduce_runs; dw / db then only say
+// which gradients are wanted, and alloc's memory must stay valid until that launch).
 template <typename T, typename W, typename Alloc>
 void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, const Desc3& xd,
               const W* w, T* dx, const Desc3& dxd, W* dw, W* db, Alloc&& alloc,
-              cudaStream_t stream, const DevInfo& dev, const Tuning& tune = {}) {
+              cudaStream_t stream, const DevInfo& dev, const Tuning& tune = {},
+              RedRuns<acc_of<T>>* defer = nullptr) {
   using A = acc_of<T>;
   constexpr int V = vec_of<A>();
   const bool want_x = dx != nullptr && pr.B > 0 && pr.C > 0 && pr.L > 0;
@@ -526,11 +542,30 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
     return std::max<int64_t>(1, std::min(split, most));
   };
   auto launch_reduce = [&](const A* part, int64_t split) {
-    auto kern = &dw_reduce_kernel<A, W>;
-    const int64_t grid = clamp64(ceil_div((pr.K + 1) * pr.C, kRedOut), 1, int64_t(dev.sms) * 32);
-    DW_LAUNCH(kern, grid, size_t(0), stream, part, split, pr.K, pr.C, want_w ? dw : nullptr,
-              want_b ? db : nullptr);
-    DW_CHECK_LAUNCH("dw_reduce_kernel");
+    if (defer != nullptr) {
+      DW_HOST_CHECK(defer->n < kRedMaxRuns, "sepconv1d: too many deferred depthwise reductions");
+      if (split > 0 && defer->fold != nullptr) {  // this call's own sum first (see RedRuns)
+        RedRuns<A> one{};
+        one.part[0] = part;
+        one.split[0] = split;
+        one.n = 1;
+        reduce_runs<A, W>(one, pr.K, pr.C, nullptr, nullptr, stream, dev, defer->fold);
+        part = defer->fold;
+        split = 1;
+      }
+      defer->fold = nullptr;
+      if (split > 0) {
+        defer->part[defer->n] = part;
+        defer->split[defer->n] = split;
+        ++defer->n;
+      }
+      return;
+    }
+    RedRuns<A> runs{};
+    runs.part[0] = part;
+    runs.split[0] = split;
+    runs.n = split > 0 ? 1 : 0;
+    reduce_runs<A, W>(runs, pr.K, pr.C, want_w ? dw : nullptr, want_b ? db : nullptr, stream, dev);
   };
   if (pr.B == 0 || pr.Lo == 0) {
     if (want_wb) launch_reduce(nullptr, 0);  // sums over nothing

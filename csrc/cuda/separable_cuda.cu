@@ -479,27 +479,38 @@ bool backward_on_cublas(ScalarType xt, bool allow_tf32) {
   return is_half_type(xt) || (xt == ScalarType::Float && allow_tf32 && cublas_available());
 }
 
-// out = a @ b (2-d, or 3-d batched) into out (float32, or a's dtype).
-void gemm_into(const Tensor& a, const Tensor& b, Tensor& out) {
+// A torch tensor over a view's memory (torch's matmul fallback and rare copies only).
+Tensor tensor_of(const StridedView& v) {
+  const torch::stable::Device dev(torch::headeronly::DeviceType::CUDA,
+                                  static_cast<torch::stable::DeviceIndex>(v.device));
+  return torch::stable::from_blob(v.ptr, {v.size[0], v.size[1], v.size[2]},
+                                  {v.stride[0], v.stride[1], v.stride[2]}, dev, v.dtype);
+}
+
+// out = a @ b, batched over dimension 0, into out (float32, or a's dtype).
+void gemm_into(const StridedView& a, const StridedView& b, const StridedView& out) {
   if (cublas_available()) {
     cublas_matmul_into(a, b, out);
     return;
   }
   // torch's matmul: half types only (float32 takes this path only when cuBLAS is there).
-  const bool f32_out = out.scalar_type() == ScalarType::Float && a.scalar_type() != ScalarType::Float;
-  const char* op = a.dim() == 3 ? "aten::bmm" : "aten::mm";
+  const bool f32_out = out.dtype == ScalarType::Float && a.dtype != ScalarType::Float;
+  const Tensor ta = tensor_of(a), tb = tensor_of(b);
   Tensor r;
   if (f32_out) {
-    std::array<StableIValue, 3> stack{torch::stable::detail::from(a), torch::stable::detail::from(b),
+    std::array<StableIValue, 3> stack{torch::stable::detail::from(ta), torch::stable::detail::from(tb),
                                       torch::stable::detail::from(ScalarType::Float)};
-    STABLE_TORCH_ERROR_CODE_CHECK(torch_call_dispatcher(op, "dtype", stack.data(), TORCH_ABI_VERSION));
+    STABLE_TORCH_ERROR_CODE_CHECK(
+        torch_call_dispatcher("aten::bmm", "dtype", stack.data(), TORCH_ABI_VERSION));
     r = torch::stable::detail::to<Tensor>(stack[0]);
   } else {
-    std::array<StableIValue, 2> stack{torch::stable::detail::from(a), torch::stable::detail::from(b)};
-    STABLE_TORCH_ERROR_CODE_CHECK(torch_call_dispatcher(op, "", stack.data(), TORCH_ABI_VERSION));
+    std::array<StableIValue, 2> stack{torch::stable::detail::from(ta), torch::stable::detail::from(tb)};
+    STABLE_TORCH_ERROR_CODE_CHECK(
+        torch_call_dispatcher("aten::bmm", "", stack.data(), TORCH_ABI_VERSION));
     r = torch::stable::detail::to<Tensor>(stack[0]);
   }
-  torch::stable::copy_(out, r);
+  Tensor to = tensor_of(out);
+  torch::stable::copy_(to, r);
 }
 
 Tensor to_dtype(const Tensor& t, ScalarType dt) {
@@ -558,45 +569,6 @@ std::vector<DhChunk> dh_chunks(const ConvGeometry& g, int64_t elt, bool have_dx)
   return out;
 }
 
-// Views of the backward's chunks. torch's view ops cost host time through the stable ABI (narrow,
-// select, transpose: an ATen or dispatcher call each) and the chunked backward makes about a dozen
-// per chunk, so the views are made with from_blob on the same storage: the caller holds the viewed
-// tensor for as long as the view is used. H200 host, bf16 seed backward with its 6 chunks: 223 ->
-// 205 us of host time per call (channel-last 260 -> 239).
-
-// The 3-d view of t starting `offset` elements into it, with the given sizes and strides.
-Tensor view3(const Tensor& t, int64_t offset, std::array<int64_t, 3> sizes, std::array<int64_t, 3> strides) {
-  char* base = static_cast<char*>(const_cast<void*>(t.const_data_ptr())) +
-               offset * static_cast<int64_t>(t.element_size());
-  return torch::stable::from_blob(base, sizes, strides, t.device(), t.scalar_type());
-}
-
-// Batches [b0, b0 + n) of a 3-d t.
-Tensor batch_slice(const Tensor& t, int64_t b0, int64_t n) {
-  return view3(t, b0 * t.stride(0), {n, t.size(1), t.size(2)}, {t.stride(0), t.stride(1), t.stride(2)});
-}
-
-// Indices [i0, i0 + n) of dimension `dim` of a 3-d t.
-Tensor narrow3(const Tensor& t, int64_t dim, int64_t i0, int64_t n) {
-  std::array<int64_t, 3> sizes{t.size(0), t.size(1), t.size(2)};
-  sizes[static_cast<size_t>(dim)] = n;
-  return view3(t, i0 * t.stride(dim), sizes, {t.stride(0), t.stride(1), t.stride(2)});
-}
-
-// Dimensions 1 and 2 of a 3-d t swapped.
-Tensor transpose12(const Tensor& t) {
-  return view3(t, 0, {t.size(0), t.size(2), t.size(1)}, {t.stride(0), t.stride(2), t.stride(1)});
-}
-
-// Index i of dimension 0 of a 2-d or 3-d t (a view of one dimension less).
-Tensor select0(const Tensor& t, int64_t i) {
-  char* base = static_cast<char*>(const_cast<void*>(t.const_data_ptr())) +
-               i * t.stride(0) * static_cast<int64_t>(t.element_size());
-  if (t.dim() == 2) return torch::stable::from_blob(base, {t.size(1)}, {t.stride(1)}, t.device(), t.scalar_type());
-  return torch::stable::from_blob(base, {t.size(1), t.size(2)}, {t.stride(1), t.stride(2)}, t.device(),
-                                  t.scalar_type());
-}
-
 ConvGeometry with_batch(ConvGeometry g, int64_t batch) {
   g.batch = batch;
   return g;
@@ -646,22 +618,24 @@ std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
     torch::stable::fill_(ones, 1.0);
   };
   const int64_t nb = h_chunk_batches(g, elt);
+  const StridedView xv = StridedView::of(xk), dyv = StridedView::of(dy);
   Tensor prod;  // float32 (S, Cout, Ce) partial products
   if (is_channels_last(xk)) {
     const int64_t S = ceil_div(B, nb);
     prod = torch::stable::empty({S, Cout, Ce}, ScalarType::Float, std::nullopt, xk.device());
     Tensor hbuf = torch::stable::empty({nb, Lo, Ce}, xt, std::nullopt, xk.device());
     fill_ones(hbuf, 2);
-    const Tensor dyt = torch::stable::transpose(dy, 1, 2);  // (B, Lo, Cout), rows of unit stride
+    const StridedView hv = StridedView::of(hbuf), pv = StridedView::of(prod);
     for (int64_t s = 0; s < S; ++s) {
       const int64_t b0 = s * nb, n = std::min(nb, B - b0);
-      Tensor hb = batch_slice(hbuf, 0, n);
-      Tensor h = transpose12(narrow3(hb, 2, 0, Cin));
-      depthwise_forward_into(batch_slice(xk, b0, n), dw, dwb, with_batch(gd, n), h);
-      const Tensor h2 = torch::stable::reshape(hb, {n * Lo, Ce});
-      const Tensor d2 = torch::stable::reshape(batch_slice(dyt, b0, n), {n * Lo, Cout});
-      Tensor ps = select0(prod, s);
-      gemm_into(torch::stable::transpose(d2, 0, 1), h2, ps);
+      const StridedView hb = hv.batch(0, n);  // (n, Lo, Ce)
+      depthwise_forward_view(xv.batch(b0, n), dw, dwb, with_batch(gd, n),
+                             hb.narrow(2, 0, Cin).transposed());
+      // (Cout, n*Lo) @ (n*Lo, Ce): dy's rows of Cout over the chunk's n*Lo positions (the caller
+      // made dy dense over batch and length).
+      const StridedView d2 = dyv.reshaped(b0 * dyv.stride[0], {1, Cout, n * Lo}, {0, 1, dyv.stride[2]});
+      const StridedView h2 = hv.reshaped(0, {1, n * Lo, Ce}, {0, Ce, 1});
+      gemm_into(d2, h2, pv.batch(s, 1));
     }
   } else {
     const int64_t partial_bytes = 2 * B * Cout * Ce * 4;
@@ -670,28 +644,27 @@ std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
       prod = torch::stable::empty({B, Cout, Ce}, ScalarType::Float, std::nullopt, xk.device());
       Tensor hbuf = torch::stable::empty({nb, Ce, Lo}, xt, std::nullopt, xk.device());
       fill_ones(hbuf, 1);
+      const StridedView hv = StridedView::of(hbuf), pv = StridedView::of(prod);
       for (int64_t b0 = 0; b0 < B; b0 += nb) {
         const int64_t n = std::min(nb, B - b0);
-        Tensor hb = batch_slice(hbuf, 0, n);
-        Tensor h = narrow3(hb, 1, 0, Cin);
-        depthwise_forward_into(batch_slice(xk, b0, n), dw, dwb, with_batch(gd, n), h);
-        Tensor ps = batch_slice(prod, b0, n);
-        gemm_into(batch_slice(dy, b0, n), transpose12(hb), ps);
+        const StridedView hb = hv.batch(0, n);  // (n, Ce, Lo)
+        depthwise_forward_view(xv.batch(b0, n), dw, dwb, with_batch(gd, n), hb.narrow(1, 0, Cin));
+        gemm_into(dyv.batch(b0, n), hb.transposed(), pv.batch(b0, n));
       }
     } else {
       // h as (Ce, B, L): the depthwise kernel takes any batch/channel strides with unit L stride.
       // Not chunked: this branch serves short rows, where the per-batch products would outweigh
       // h and the copy of dy.
       Tensor hbuf = torch::stable::empty({Ce, B, Lo}, xt, std::nullopt, xk.device());
-      Tensor h = torch::stable::transpose(torch::stable::narrow(hbuf, 0, 0, Cin), 0, 1);
-      depthwise_forward_into(xk, dw, dwb, gd, h);
+      const StridedView hv = StridedView::of(hbuf);  // (Ce, B, Lo)
+      depthwise_forward_view(xv, dw, dwb, gd,
+                             hv.reshaped(0, {B, Cin, Lo}, {Lo, B * Lo, 1}));
       fill_ones(hbuf, 0);
-      const Tensor d2 = torch::stable::reshape(
-          torch::stable::contiguous(torch::stable::transpose(dy, 0, 1)), {Cout, B * Lo});
-      const Tensor h2 = torch::stable::reshape(hbuf, {Ce, B * Lo});
+      const Tensor d2 = torch::stable::contiguous(torch::stable::transpose(dy, 0, 1));  // (Cout, B, Lo)
       prod = torch::stable::empty({1, Cout, Ce}, ScalarType::Float, std::nullopt, xk.device());
-      Tensor ps = torch::stable::select(prod, 0, 0);
-      gemm_into(d2, torch::stable::transpose(h2, 0, 1), ps);
+      const StridedView a = StridedView::of(d2).reshaped(0, {1, Cout, B * Lo}, {0, B * Lo, 1});
+      const StridedView b = hv.reshaped(0, {1, B * Lo, Ce}, {0, 1, B * Lo});
+      gemm_into(a, b, StridedView::of(prod));
     }
   }
   // One kernel sums the S partial products in order and writes d pw (and d pw_bias) in the
@@ -705,29 +678,32 @@ std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
 
 // dh = pw^T dy into dh (n, Cin, Lo) in x's dtype and layout, for half x (pw rounded to x's dtype
 // by the caller, as the forward's MMA operand; fp32 accumulation) or float32 x on TF32.
-// dy: (n, Cout, Lo) in the same layout; w: (Cout, Cin) contiguous.
-void pointwise_input_grad_into(const Tensor& dy, const Tensor& w, Tensor& dh) {
-  const int64_t n = dy.size(0), Cout = dy.size(1), Lo = dy.size(2), Cin = dh.size(1);
-  if (is_channels_last(dh)) {  // (n*L, Cout) @ (Cout, Cin) -> (n*L, Cin): one GEMM
-    const Tensor d2 = torch::stable::reshape(torch::stable::transpose(dy, 1, 2), {n * Lo, Cout});
-    Tensor r = torch::stable::reshape(torch::stable::transpose(dh, 1, 2), {n * Lo, Cin});
-    gemm_into(d2, w, r);
+// dy: (n, Cout, Lo) in the same layout (channel-last: dense over batch and length); w: (Cout, Cin)
+// contiguous.
+void pointwise_input_grad_into(const StridedView& dy, const Tensor& w, const StridedView& dh,
+                               bool channels_last) {
+  const int64_t n = dy.size[0], Cout = dy.size[1], Lo = dy.size[2], Cin = dh.size[1];
+  const StridedView wv = StridedView::of(w);  // (1, Cout, Cin)
+  if (channels_last) {  // (n*L, Cout) @ (Cout, Cin) -> (n*L, Cin): one GEMM
+    STD_TORCH_CHECK(n == 1 || (dy.stride[0] == Lo * dy.stride[2] && dh.stride[0] == Lo * dh.stride[2]),
+                    "sepconv1d: internal: channel-last dh product needs batch-dense views");
+    const StridedView d2 = dy.reshaped(0, {1, n * Lo, Cout}, {0, dy.stride[2], 1});
+    const StridedView r = dh.reshaped(0, {1, n * Lo, Cin}, {0, dh.stride[2], 1});
+    gemm_into(d2, wv, r);
     return;
   }
   // Batched GEMM with pw^T shared by every batch (zero batch stride: no copy of pw per batch).
-  const Tensor wt3 = torch::stable::from_blob(const_cast<void*>(w.const_data_ptr()), {n, Cin, Cout},
-                                              {0, 1, Cin}, w.device(), w.scalar_type());
-  gemm_into(wt3, dy, dh);
+  gemm_into(wv.reshaped(0, {n, Cin, Cout}, {0, 1, Cin}), dy, dh);
 }
 
 // dx, d dw_weight, d dw_bias for the cuBLAS path: dh = pw^T dy, then the depthwise backward, in
-// the batch chunks of dh_chunks. With several chunks the depthwise weight gradients come from each
-// chunk in float32 (weights as float32) and are summed in chunk order: deterministic.
+// the batch chunks of dh_chunks. The depthwise weight-gradient partial sums of all chunks go to
+// one workspace and are summed in chunk order by one launch at the end: deterministic.
 std::tuple<std::optional<Tensor>, std::optional<Tensor>, std::optional<Tensor>>
 depthwise_grads_gemm(const Tensor& dy, const Tensor& xk, const Tensor& dw, const Tensor& pw,
                      const ConvGeometry& g, ScalarType wt, bool need_x, bool need_w, bool need_b) {
   const ScalarType xt = xk.scalar_type();
-  const int64_t B = g.batch, Cin = g.channels, Lo = g.out_length;
+  const int64_t Cin = g.channels, Lo = g.out_length;
   const bool cl = is_channels_last(xk);
   const int64_t elt = static_cast<int64_t>(xk.element_size());
   ConvGeometry gd = g;
@@ -735,57 +711,43 @@ depthwise_grads_gemm(const Tensor& dy, const Tensor& xk, const Tensor& dw, const
   const Tensor w = contiguous_if_needed(to_dtype(pw, xt));  // (Cout, Cin)
   std::optional<Tensor> gx, gdw, gdb;
   if (need_x) gx = new_activation(xk, Cin, g.length, xt);
+  if (need_w) gdw = new_param_grad(dw, wt);
+  if (need_b) gdb = torch::stable::empty({Cin}, wt, std::nullopt, xk.device());
   const std::vector<DhChunk> chunks = dh_chunks(g, elt, need_x);
-  const int64_t S = static_cast<int64_t>(chunks.size());
-  // Weight gradients: straight into the result with one chunk, else float32 parts (S, C, K) / (S, C).
-  const Tensor wdw = S > 1 ? to_dtype(dw, ScalarType::Float) : dw;
-  std::optional<Tensor> pw_parts, pb_parts;
-  if (need_w) {
-    pw_parts = S > 1 ? torch::stable::empty({S, Cin, g.kernel_size}, ScalarType::Float,
-                                            std::nullopt, xk.device())
-                     : new_param_grad(dw, wt);
-  }
-  if (need_b) {
-    pb_parts = S > 1 ? torch::stable::empty({S, Cin}, ScalarType::Float, std::nullopt, xk.device())
-                     : torch::stable::empty({Cin}, wt, std::nullopt, xk.device());
-  }
+  STD_TORCH_CHECK(chunks.size() <= static_cast<size_t>(DepthwisePartials::kMaxCalls),
+                  "sepconv1d: internal: too many backward chunks");
   // A dh buffer for the chunks that do not live in dx: the largest of them.
   int64_t own = 0;
   for (const DhChunk& c : chunks) own = c.in_dx ? own : std::max(own, c.n);
   std::optional<Tensor> own_buf;
-  if (own > 0) own_buf = new_activation(batch_slice(xk, 0, own), Cin, Lo, xt);
-  for (int64_t s = 0; s < S; ++s) {
-    const DhChunk& c = chunks[static_cast<size_t>(s)];
-    Tensor dh;
+  if (own > 0) {
+    own_buf = cl ? torch::stable::transpose(
+                       torch::stable::empty({own, Lo, Cin}, xt, std::nullopt, xk.device()), 1, 2)
+                 : torch::stable::empty({own, Cin, Lo}, xt, std::nullopt, xk.device());
+  }
+  const StridedView xv = StridedView::of(xk), dyv = StridedView::of(dy);
+  std::optional<StridedView> gxv, ownv;
+  if (gx) gxv = StridedView::of(*gx);
+  if (own_buf) ownv = StridedView::of(*own_buf);
+  DepthwisePartials partials(static_cast<int>(chunks.size()));
+  for (const DhChunk& c : chunks) {
+    StridedView dh;
     if (c.in_dx) {
       // dh (n, Cin, Lo) in x's layout, packed at the start of dx's rows b0 + n ...
-      const int64_t at = (c.b0 + c.n) * gx->stride(0);
-      dh = cl ? view3(*gx, at, {c.n, Cin, Lo}, {Lo * Cin, 1, Cin})
-              : view3(*gx, at, {c.n, Cin, Lo}, {Cin * Lo, Lo, 1});
+      const int64_t at = (c.b0 + c.n) * gxv->stride[0];
+      dh = cl ? gxv->reshaped(at, {c.n, Cin, Lo}, {Lo * Cin, 1, Cin})
+              : gxv->reshaped(at, {c.n, Cin, Lo}, {Cin * Lo, Lo, 1});
     } else {
-      dh = batch_slice(*own_buf, 0, c.n);
+      dh = ownv->batch(0, c.n);
     }
-    pointwise_input_grad_into(batch_slice(dy, c.b0, c.n), w, dh);
-    std::optional<Tensor> dxs, dws, dbs;
-    if (need_x) dxs = batch_slice(*gx, c.b0, c.n);
-    if (need_w) dws = S > 1 ? select0(*pw_parts, s) : *pw_parts;
-    if (need_b) dbs = S > 1 ? select0(*pb_parts, s) : *pb_parts;
-    depthwise_backward_into(dh, batch_slice(xk, c.b0, c.n), wdw, with_batch(gd, c.n),
-                            dxs ? &*dxs : nullptr, dws ? &*dws : nullptr, dbs ? &*dbs : nullptr);
+    pointwise_input_grad_into(dyv.batch(c.b0, c.n), w, dh, cl);
+    std::optional<StridedView> dxs;
+    if (need_x) dxs = gxv->batch(c.b0, c.n);
+    depthwise_backward_view(dh, xv.batch(c.b0, c.n), dw, with_batch(gd, c.n),
+                            dxs ? &*dxs : nullptr, gdw ? &*gdw : nullptr, gdb ? &*gdb : nullptr,
+                            partials);
   }
-  if (S == 1) return {gx, pw_parts, pb_parts};
-  // Chunk parts summed in chunk order into the weight dtype (the ordered split reduction of d pw,
-  // with rows of K or 1 floats).
-  auto total = [&](const Tensor& parts, int64_t width, std::optional<Tensor>& outp) {
-    Tensor out = torch::stable::empty({Cin, width}, wt, std::nullopt, xk.device());
-    sum_parts_in_order(parts, out, nullptr, Cin, width, width, xt, wt);
-    outp = out;
-  };
-  if (need_w) total(*pw_parts, g.kernel_size, gdw);
-  if (need_b) {
-    total(*pb_parts, 1, gdb);
-    gdb = torch::stable::reshape(*gdb, {Cin});
-  }
+  depthwise_reduce_partials(partials, xt, gd, gdw ? &*gdw : nullptr, gdb ? &*gdb : nullptr);
   return {gx, gdw, gdb};
 }
 
@@ -836,7 +798,11 @@ separable_conv1d_backward_cuda(const Tensor& grad_out, const Tensor& x, const Te
     }
   }
 
-  const Tensor dy = empty_dy ? grad_out : to_layout(grad_out, cl);
+  Tensor dy = empty_dy ? grad_out : to_layout(grad_out, cl);
+  if (gemm_path && cl && !empty_dy && g.batch > 1 && dy.stride(0) != g.out_length * dy.stride(2)) {
+    // The channel-last GEMMs read dy as one (B*Lo, Cout) matrix.
+    dy = torch::stable::transpose(torch::stable::contiguous(torch::stable::transpose(dy, 1, 2)), 1, 2);
+  }
 
   if (need_grad_pw_weight) {
     if (empty_dy || g.channels == 0) {
