@@ -519,8 +519,9 @@ Tensor to_dtype(const Tensor& t, ScalarType dt) {
 
 // Transient buffers of at least this size are made in batch chunks (see above). Chunks cost GPU
 // time (bf16 seed backward 244 -> 283 us: smaller GEMMs, more launches, float32 weight-gradient
-// parts) and host time (~35 us each on the H200 host), so only transients of 64 MiB and more,
-// where the saving is worth it, are chunked. SEPCONV1D_BWD_CHUNK_MIB (A/B runs and tests)
+// parts) and host time (a dh chunk is one cuBLAS call and one depthwise launch, ~18 us on the
+// H200 host; ~45 us before the chunks' views became plain pointers), so only transients of 64 MiB
+// and more, where the saving is worth it, are chunked. SEPCONV1D_BWD_CHUNK_MIB (A/B runs and tests)
 // overrides the threshold; 0 turns chunking off.
 int64_t chunk_min_bytes() {
   const char* env = std::getenv("SEPCONV1D_BWD_CHUNK_MIB");
