@@ -169,35 +169,28 @@ torch.library.register_autograd(
 _below_autograd = torch._C._AutoDispatchBelowAutograd
 
 
-class _DepthwiseFunction(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, weight, bias, stride, pad_left, pad_right, dilation):
-        args = (x, weight, bias, stride, pad_left, pad_right, dilation)
-        _depthwise_setup_context(ctx, args, None)
-        with _below_autograd():
-            return ops.depthwise_conv1d(*args)
+def _lean_function(name, op, setup_context, backward):
+    """The functional API's autograd.Function for one operator: setup_context and backward are the
+    ones register_autograd takes, the operator and the backward run below the Autograd key."""
 
-    @staticmethod
+    def forward(ctx, *args):
+        setup_context(ctx, args, None)
+        with _below_autograd():
+            return op(*args)
+
     @once_differentiable
-    def backward(ctx, grad_out):
+    def backward_below(ctx, grad_out):
         with _below_autograd():
-            return _depthwise_backward(ctx, grad_out)
+            return backward(ctx, grad_out)
+
+    return type(name, (torch.autograd.Function,),
+                {"forward": staticmethod(forward), "backward": staticmethod(backward_below)})
 
 
-class _SeparableFunction(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, dw_weight, dw_bias, pw_weight, pw_bias, stride, pad_left, pad_right, dilation,
-                allow_tf32):
-        args = (x, dw_weight, dw_bias, pw_weight, pw_bias, stride, pad_left, pad_right, dilation, allow_tf32)
-        _separable_setup_context(ctx, args, None)
-        with _below_autograd():
-            return ops.separable_conv1d(*args)
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad_out):
-        with _below_autograd():
-            return _separable_backward(ctx, grad_out)
+_DepthwiseFunction = _lean_function("_DepthwiseFunction", ops.depthwise_conv1d,
+                                    _depthwise_setup_context, _depthwise_backward)
+_SeparableFunction = _lean_function("_SeparableFunction", ops.separable_conv1d,
+                                    _separable_setup_context, _separable_backward)
 
 
 def _lean_autograd(x: torch.Tensor, *tensors: torch.Tensor | None) -> bool:
