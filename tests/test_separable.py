@@ -289,6 +289,24 @@ def test_tf32_backward_cases_match_reference(device, layout, case):
                      lambda t: TF32_TOLERANCE, f"{what} (only {name} asked)", asked=(name,))
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("length", [100, 98, 97])
+def test_half_backward_short_rows(device, dtype, length):
+    """Half x with rows shorter than Cin: on CUDA d pw is one GEMM over dy copied to (Cout, B, L)
+    and h with ones channels for d pw_bias, both written by a row kernel in 8-, 4- or 2-byte units
+    (200, 196 and 194-byte rows)."""
+    x = make_activation(3, 300, length, dtype, device).requires_grad_(True)
+    params = [t.requires_grad_(True) for t in _weights(300, 130, 5, dtype, device, True, True)]
+    dw, dwb, pw, pwb = params
+    out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
+    grad_out = make_activation(3, 130, out.shape[2], dtype, device)
+    inputs = [x, dw, dwb, pw, pwb]
+    poison_allocator(device, x.numel() * x.element_size())
+    grads = torch.autograd.grad(out, inputs, grad_out)
+    _check_grads(inputs, grads, grad_out, 1, (2, 2), 1, lambda t: tolerance_for(dtype),
+                 f"{dtype} 300->130 L={length}")
+
+
 def test_tf32_backward_runs_on_cublas(device):
     """With TF32 allowed, the backward's two GEMMs must be cuBLAS products, not the fused mma.sync
     fallbacks (sep_dpw_kernel for d pw, the forward kernel for dh): catches a process where cuBLAS

@@ -8,6 +8,7 @@
 #include "cuda/cuda_utils.cuh"
 #include "cuda/depthwise_cuda.h"
 #include "cuda/separable_plan.cuh"
+#include "cuda/strided_rows.cuh"
 
 #include <torch/csrc/stable/accelerator.h>
 #include <torch/csrc/stable/library.h>
@@ -611,12 +612,11 @@ std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
   const int64_t elt = static_cast<int64_t>(xk.element_size());
   ConvGeometry gd = g;
   gd.out_channels = Cin;
+  const cudaStream_t stream = current_stream(xk);
   // hbuf holds h with the channel dimension at `cdim` (ones written once: the depthwise writes
   // only channels [0, Cin) of each chunk).
-  auto fill_ones = [&](Tensor& hbuf, int64_t cdim) {
-    if (!want_bias) return;
-    Tensor ones = torch::stable::narrow(hbuf, cdim, Cin, Ce - Cin);
-    torch::stable::fill_(ones, 1.0);
+  auto ones_channels = [&](const Tensor& hbuf, int cdim) {
+    if (want_bias) fill_ones(StridedView::of(hbuf).narrow(cdim, Cin, Ce - Cin), stream);
   };
   const int64_t nb = h_chunk_batches(g, elt);
   const StridedView xv = StridedView::of(xk), dyv = StridedView::of(dy);
@@ -625,7 +625,7 @@ std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
     const int64_t S = ceil_div(B, nb);
     prod = torch::stable::empty({S, Cout, Ce}, ScalarType::Float, std::nullopt, xk.device());
     Tensor hbuf = torch::stable::empty({nb, Lo, Ce}, xt, std::nullopt, xk.device());
-    fill_ones(hbuf, 2);
+    ones_channels(hbuf, 2);
     const StridedView hv = StridedView::of(hbuf), pv = StridedView::of(prod);
     for (int64_t s = 0; s < S; ++s) {
       const int64_t b0 = s * nb, n = std::min(nb, B - b0);
@@ -644,7 +644,7 @@ std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
     if (B == 1 || partial_bytes <= 2 * copy_bytes) {  // the strided copy runs at ~1.5 TB/s
       prod = torch::stable::empty({B, Cout, Ce}, ScalarType::Float, std::nullopt, xk.device());
       Tensor hbuf = torch::stable::empty({nb, Ce, Lo}, xt, std::nullopt, xk.device());
-      fill_ones(hbuf, 1);
+      ones_channels(hbuf, 1);
       const StridedView hv = StridedView::of(hbuf), pv = StridedView::of(prod);
       for (int64_t b0 = 0; b0 < B; b0 += nb) {
         const int64_t n = std::min(nb, B - b0);
@@ -660,8 +660,16 @@ std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
       const StridedView hv = StridedView::of(hbuf);  // (Ce, B, Lo)
       depthwise_forward_view(xv, dw, dwb, gd,
                              hv.reshaped(0, {B, Cin, Lo}, {Lo, B * Lo, 1}));
-      fill_ones(hbuf, 0);
-      const Tensor d2 = torch::stable::contiguous(torch::stable::transpose(dy, 0, 1));  // (Cout, B, Lo)
+      ones_channels(hbuf, 0);
+      // dy as (Cout, B, Lo): one row copy by our kernel (torch's transpose + contiguous cost
+      // three dispatcher calls of host time).
+      const Tensor d2 = [&] {
+        if (dyv.stride[2] != 1) return torch::stable::contiguous(torch::stable::transpose(dy, 0, 1));
+        Tensor t = torch::stable::empty({Cout, B, Lo}, dy.scalar_type(), std::nullopt, xk.device());
+        copy_rows(StridedView::of(t), dyv.reshaped(0, {Cout, B, Lo}, {dyv.stride[1], dyv.stride[0], 1}),
+                  stream);
+        return t;
+      }();
       prod = torch::stable::empty({1, Cout, Ce}, ScalarType::Float, std::nullopt, xk.device());
       const StridedView a = StridedView::of(d2).reshaped(0, {1, Cout, B * Lo}, {0, B * Lo, 1});
       const StridedView b = hv.reshaped(0, {1, B * Lo, Ce}, {0, 1, B * Lo});
