@@ -68,24 +68,32 @@ inline Tensor as_kernel_layout(const Tensor& x) {
 
 // Brings t (same shape as a tensor of layout `channels_last`) into that layout, copying only
 // when it differs; used for incoming gradients so a kernel sees one layout for x, dy and dx.
+// A (B, C, L) copy of t whose memory is (B, L, C) contiguous.
+inline Tensor channels_last_copy(const Tensor& t) {
+  return torch::stable::transpose(torch::stable::contiguous(torch::stable::transpose(t, 1, 2)), 1, 2);
+}
+
 inline Tensor to_layout(const Tensor& t, bool channels_last) {
   if (channels_last) {
     if (t.size(1) <= 1 || t.stride(1) == 1) return t;
-    Tensor tmp = torch::stable::contiguous(torch::stable::transpose(t, 1, 2));
-    return torch::stable::transpose(tmp, 1, 2);
+    return channels_last_copy(t);
   }
   if (t.stride(2) == 1 || t.size(2) <= 1) return t;
   return torch::stable::contiguous(t);
 }
 
-// New (B, C, L) activation on x's device, channel-last when x is, else contiguous.
-inline Tensor new_activation(const Tensor& x, int64_t channels, int64_t length, ScalarType dtype) {
-  const int64_t batch = x.size(0);
+// New (batch, C, L) activation on x's device, channel-last when x is, else contiguous.
+inline Tensor new_activation(const Tensor& x, int64_t batch, int64_t channels, int64_t length,
+                             ScalarType dtype) {
   if (is_channels_last(x)) {
     Tensor t = torch::stable::empty({batch, length, channels}, dtype, std::nullopt, x.device());
     return torch::stable::transpose(t, 1, 2);
   }
   return torch::stable::empty({batch, channels, length}, dtype, std::nullopt, x.device());
+}
+// The same with x's batch size.
+inline Tensor new_activation(const Tensor& x, int64_t channels, int64_t length, ScalarType dtype) {
+  return new_activation(x, x.size(0), channels, length, dtype);
 }
 
 // Weights arrive as (C, K) / (Cout, Cin) or as nn.Conv1d stores them, (C, 1, K) / (Cout, Cin, 1).

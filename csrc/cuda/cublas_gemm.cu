@@ -129,10 +129,7 @@ void* workspace_for(int device, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mu);
   auto it = spaces->find(key);
   if (it == spaces->end()) {
-    const torch::stable::Device dev(torch::headeronly::DeviceType::CUDA,
-                                    static_cast<torch::stable::DeviceIndex>(device));
-    Tensor ws = torch::stable::empty({kWorkspaceBytes}, ScalarType::Byte, std::nullopt, dev);
-    it = spaces->emplace(key, ws).first;
+    it = spaces->emplace(key, device_bytes(device, kWorkspaceBytes)).first;
   }
   return it->second.data_ptr();
 }
@@ -186,11 +183,7 @@ bool as_operand(const StridedView& r, Operand& o) {
 // A contiguous copy of a view that cuBLAS cannot read in place (rare: neither matrix dimension
 // has a unit stride); the tensor keeps the copy alive for the product.
 StridedView packed_copy(const StridedView& v, Tensor& keep) {
-  const torch::stable::Device dev(torch::headeronly::DeviceType::CUDA,
-                                  static_cast<torch::stable::DeviceIndex>(v.device));
-  const Tensor src = torch::stable::from_blob(v.ptr, {v.size[0], v.size[1], v.size[2]},
-                                              {v.stride[0], v.stride[1], v.stride[2]}, dev, v.dtype);
-  keep = torch::stable::contiguous(src);
+  keep = torch::stable::contiguous(tensor_of(v));
   return StridedView::of(keep);
 }
 

@@ -4,6 +4,7 @@
 
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
 #include <torch/csrc/stable/accelerator.h>
+#include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
 #include <torch/headeronly/util/BFloat16.h>
 #include <torch/headeronly/util/Exception.h>
@@ -14,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <optional>
 
 namespace sepconv1d {
 namespace cuda {
@@ -38,6 +40,19 @@ inline void check_launch(const char* kernel_name) {
 
 inline void check_cuda(cudaError_t err, const char* what) {
   STD_TORCH_CHECK(err == cudaSuccess, "sepconv1d: ", what, " failed: ", cudaGetErrorString(err));
+}
+
+// torch's handle of CUDA device `index`.
+inline torch::stable::Device cuda_device(int index) {
+  return torch::stable::Device(torch::headeronly::DeviceType::CUDA,
+                               static_cast<torch::stable::DeviceIndex>(index));
+}
+
+// An uninitialised byte buffer of `bytes` on CUDA device `device` (kernel workspaces; the caching
+// allocator keeps it stream-ordered once released).
+inline torch::stable::Tensor device_bytes(int device, int64_t bytes) {
+  return torch::stable::empty({bytes}, torch::headeronly::ScalarType::Byte, std::nullopt,
+                              cuda_device(device));
 }
 
 // Number of SMs of the current device, cached per device (grid sizing only).

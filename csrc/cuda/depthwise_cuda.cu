@@ -86,11 +86,8 @@ void depthwise_forward_into(const Tensor& x, const Tensor& weight,
 void* DepthwisePartials::carve(int device, size_t bytes, size_t want) {
   bytes = (bytes + 255) / 256 * 256;  // keep every run 256-byte aligned
   if (bytes > room_) {
-    const torch::stable::Device dev(torch::headeronly::DeviceType::CUDA,
-                                    static_cast<torch::stable::DeviceIndex>(device));
     const size_t total = std::max(bytes, (want + 255) / 256 * 256);
-    buffers_.push_back(torch::stable::empty({static_cast<int64_t>(total)}, ScalarType::Byte,
-                                            std::nullopt, dev));
+    buffers_.push_back(device_bytes(device, static_cast<int64_t>(total)));
     next_ = static_cast<char*>(buffers_.back().mutable_data_ptr());
     room_ = total;
   }
@@ -109,15 +106,25 @@ DepthwisePartials::Block DepthwisePartials::alloc(int device, size_t bytes, size
   // Summed right away: the scratch buffer (grown when needed: the smaller one is released first,
   // safe in stream order, so the two never count together), and a slot that is kept.
   if (!scratch_ || static_cast<size_t>(scratch_->numel()) < bytes) {
-    const torch::stable::Device dev(torch::headeronly::DeviceType::CUDA,
-                                    static_cast<torch::stable::DeviceIndex>(device));
     scratch_.reset();
-    scratch_ = torch::stable::empty({static_cast<int64_t>(bytes)}, ScalarType::Byte, std::nullopt, dev);
+    scratch_ = device_bytes(device, static_cast<int64_t>(bytes));
   }
   return {scratch_->mutable_data_ptr(), carve(device, sum_bytes, ((sum_bytes + 255) / 256 * 256) * left)};
 }
 
 namespace {
+
+// The runs recorded in `partials`, as the reduce kernel takes them.
+template <typename A>
+dwk::RedRuns<A> runs_of(const DepthwisePartials& partials) {
+  dwk::RedRuns<A> runs{};
+  for (int r = 0; r < partials.runs; ++r) {
+    runs.part[r] = static_cast<const A*>(partials.part[r]);
+    runs.split[r] = partials.split[r];
+  }
+  runs.n = partials.runs;
+  return runs;
+}
 
 // The depthwise backward over views; defer: append the weight-gradient partial sums to `partials`
 // instead of reducing them here (then `partials` also provides their memory).
@@ -137,7 +144,8 @@ void backward_view(const StridedView& dy, const StridedView& x, const Tensor& we
     using T = native_t<typename decltype(xt)::type>;
     using W = native_t<typename decltype(wt)::type>;
     using A = dwk::acc_of<T>;
-    dwk::RedRuns<A> runs{};
+    // With `partials`: the runs of the earlier calls, this call's appended by dwk::backward.
+    dwk::RedRuns<A> runs = partials != nullptr ? runs_of<A>(*partials) : dwk::RedRuns<A>{};
     // Workspace for the deterministic dw/db partial sums: from `partials`, or for this call only
     // (it lives until the launches are queued; the caching allocator keeps it stream-ordered).
     std::optional<Tensor> workspace;
@@ -148,9 +156,7 @@ void backward_view(const StridedView& dy, const StridedView& x, const Tensor& we
         runs.fold = static_cast<A*>(blk.fold);
         return blk.partials;
       }
-      const torch::stable::Device d(torch::headeronly::DeviceType::CUDA,
-                                    static_cast<torch::stable::DeviceIndex>(device));
-      workspace = torch::stable::empty({static_cast<int64_t>(bytes)}, ScalarType::Byte, std::nullopt, d);
+      workspace = device_bytes(device, static_cast<int64_t>(bytes));
       return workspace->mutable_data_ptr();
     };
     const W* wp = static_cast<const W*>(w.const_data_ptr());
@@ -158,15 +164,7 @@ void backward_view(const StridedView& dy, const StridedView& x, const Tensor& we
     W* dwp = dw && dw->numel() > 0 ? static_cast<W*>(dw->mutable_data_ptr()) : nullptr;
     W* dbp = db && db->numel() > 0 ? static_cast<W*>(db->mutable_data_ptr()) : nullptr;
     const dwk::Desc3 dxd = dx ? desc_of(*dx) : dwk::Desc3{0, 0, 0};
-    dwk::RedRuns<A>* defer = nullptr;
-    if (partials != nullptr) {
-      for (int r = 0; r < partials->runs; ++r) {
-        runs.part[r] = static_cast<const A*>(partials->part[r]);
-        runs.split[r] = partials->split[r];
-      }
-      runs.n = partials->runs;
-      defer = &runs;
-    }
+    dwk::RedRuns<A>* defer = partials != nullptr ? &runs : nullptr;
     dwk::backward<T, W>(pr, static_cast<const T*>(dy.ptr), desc_of(dy),
                         static_cast<const T*>(x.ptr), desc_of(x), wp, dxp, dxd, dwp, dbp, alloc,
                         stream, dev, {}, defer);
@@ -199,12 +197,7 @@ void depthwise_reduce_partials(const DepthwisePartials& partials, ScalarType x_d
     using T = native_t<typename decltype(xt)::type>;
     using W = native_t<typename decltype(wt)::type>;
     using A = dwk::acc_of<T>;
-    dwk::RedRuns<A> runs{};
-    for (int r = 0; r < partials.runs; ++r) {
-      runs.part[r] = static_cast<const A*>(partials.part[r]);
-      runs.split[r] = partials.split[r];
-    }
-    runs.n = partials.runs;
+    const dwk::RedRuns<A> runs = runs_of<A>(partials);
     W* dwp = dw && dw->numel() > 0 ? static_cast<W*>(dw->mutable_data_ptr()) : nullptr;
     W* dbp = db && db->numel() > 0 ? static_cast<W*>(db->mutable_data_ptr()) : nullptr;
     dwk::reduce_runs<A, W>(runs, g.kernel_size, g.channels, dwp, dbp, stream, dev);

@@ -505,6 +505,16 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
 // ------------------------------------------------------------------------------------------------
 // Backward
 // ------------------------------------------------------------------------------------------------
+// One call's partial sums as runs (none when split is 0: sums over nothing).
+template <typename A>
+RedRuns<A> one_run(const A* part, int64_t split) {
+  RedRuns<A> runs{};
+  runs.part[0] = part;
+  runs.split[0] = split;
+  runs.n = split > 0 ? 1 : 0;
+  return runs;
+}
+
 // dw / db = the sum of the runs' partial sums (or, with sums, the (K + 1) x C sums themselves),
 // written by one dw_reduce_kernel launch.
 template <typename A, typename W>
@@ -545,11 +555,8 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
     if (defer != nullptr) {
       DW_HOST_CHECK(defer->n < kRedMaxRuns, "sepconv1d: too many deferred depthwise reductions");
       if (split > 0 && defer->fold != nullptr) {  // this call's own sum first (see RedRuns)
-        RedRuns<A> one{};
-        one.part[0] = part;
-        one.split[0] = split;
-        one.n = 1;
-        reduce_runs<A, W>(one, pr.K, pr.C, nullptr, nullptr, stream, dev, defer->fold);
+        reduce_runs<A, W>(one_run(part, split), pr.K, pr.C, nullptr, nullptr, stream, dev,
+                          defer->fold);
         part = defer->fold;
         split = 1;
       }
@@ -561,11 +568,8 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
       }
       return;
     }
-    RedRuns<A> runs{};
-    runs.part[0] = part;
-    runs.split[0] = split;
-    runs.n = split > 0 ? 1 : 0;
-    reduce_runs<A, W>(runs, pr.K, pr.C, want_w ? dw : nullptr, want_b ? db : nullptr, stream, dev);
+    reduce_runs<A, W>(one_run(part, split), pr.K, pr.C, want_w ? dw : nullptr,
+                      want_b ? db : nullptr, stream, dev);
   };
   if (pr.B == 0 || pr.Lo == 0) {
     if (want_wb) launch_reduce(nullptr, 0);  // sums over nothing

@@ -480,14 +480,6 @@ bool backward_on_cublas(ScalarType xt, bool allow_tf32) {
   return is_half_type(xt) || (xt == ScalarType::Float && allow_tf32 && cublas_available());
 }
 
-// A torch tensor over a view's memory (torch's matmul fallback and rare copies only).
-Tensor tensor_of(const StridedView& v) {
-  const torch::stable::Device dev(torch::headeronly::DeviceType::CUDA,
-                                  static_cast<torch::stable::DeviceIndex>(v.device));
-  return torch::stable::from_blob(v.ptr, {v.size[0], v.size[1], v.size[2]},
-                                  {v.stride[0], v.stride[1], v.stride[2]}, dev, v.dtype);
-}
-
 // out = a @ b, batched over dimension 0, into out (float32, or a's dtype).
 void gemm_into(const StridedView& a, const StridedView& b, const StridedView& out) {
   if (cublas_available()) {
@@ -729,11 +721,7 @@ depthwise_grads_gemm(const Tensor& dy, const Tensor& xk, const Tensor& dw, const
   int64_t own = 0;
   for (const DhChunk& c : chunks) own = c.in_dx ? own : std::max(own, c.n);
   std::optional<Tensor> own_buf;
-  if (own > 0) {
-    own_buf = cl ? torch::stable::transpose(
-                       torch::stable::empty({own, Lo, Cin}, xt, std::nullopt, xk.device()), 1, 2)
-                 : torch::stable::empty({own, Cin, Lo}, xt, std::nullopt, xk.device());
-  }
+  if (own > 0) own_buf = new_activation(xk, own, Cin, Lo, xt);
   const StridedView xv = StridedView::of(xk), dyv = StridedView::of(dy);
   std::optional<StridedView> gxv, ownv;
   if (gx) gxv = StridedView::of(*gx);
@@ -810,7 +798,7 @@ separable_conv1d_backward_cuda(const Tensor& grad_out, const Tensor& x, const Te
   Tensor dy = empty_dy ? grad_out : to_layout(grad_out, cl);
   if (gemm_path && cl && !empty_dy && g.batch > 1 && dy.stride(0) != g.out_length * dy.stride(2)) {
     // The channel-last GEMMs read dy as one (B*Lo, Cout) matrix.
-    dy = torch::stable::transpose(torch::stable::contiguous(torch::stable::transpose(dy, 1, 2)), 1, 2);
+    dy = channels_last_copy(dy);
   }
 
   if (need_grad_pw_weight) {
