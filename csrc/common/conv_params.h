@@ -66,13 +66,13 @@ inline Tensor as_kernel_layout(const Tensor& x) {
   return torch::stable::contiguous(x);
 }
 
-// Brings t (same shape as a tensor of layout `channels_last`) into that layout, copying only
-// when it differs; used for incoming gradients so a kernel sees one layout for x, dy and dx.
 // A (B, C, L) copy of t whose memory is (B, L, C) contiguous.
 inline Tensor channels_last_copy(const Tensor& t) {
   return torch::stable::transpose(torch::stable::contiguous(torch::stable::transpose(t, 1, 2)), 1, 2);
 }
 
+// Brings t (same shape as a tensor of layout `channels_last`) into that layout, copying only
+// when it differs; used for incoming gradients so a kernel sees one layout for x, dy and dx.
 inline Tensor to_layout(const Tensor& t, bool channels_last) {
   if (channels_last) {
     if (t.size(1) <= 1 || t.stride(1) == 1) return t;

@@ -654,14 +654,12 @@ std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
                              hv.reshaped(0, {B, Cin, Lo}, {Lo, B * Lo, 1}));
       ones_channels(hbuf, 0);
       // dy as (Cout, B, Lo): one row copy by our kernel (torch's transpose + contiguous cost
-      // three dispatcher calls of host time).
-      const Tensor d2 = [&] {
-        if (dyv.stride[2] != 1) return torch::stable::contiguous(torch::stable::transpose(dy, 0, 1));
-        Tensor t = torch::stable::empty({Cout, B, Lo}, dy.scalar_type(), std::nullopt, xk.device());
-        copy_rows(StridedView::of(t), dyv.reshaped(0, {Cout, B, Lo}, {dyv.stride[1], dyv.stride[0], 1}),
-                  stream);
-        return t;
-      }();
+      // three dispatcher calls of host time). The caller brought dy to x's layout: unit-stride
+      // rows (or rows of one element).
+      STD_TORCH_CHECK(Lo == 1 || dyv.stride[2] == 1, "sepconv1d: internal: dy rows not contiguous");
+      const Tensor d2 = torch::stable::empty({Cout, B, Lo}, dy.scalar_type(), std::nullopt, xk.device());
+      copy_rows(StridedView::of(d2), dyv.reshaped(0, {Cout, B, Lo}, {dyv.stride[1], dyv.stride[0], 1}),
+                stream);
       prod = torch::stable::empty({1, Cout, Ce}, ScalarType::Float, std::nullopt, xk.device());
       const StridedView a = StridedView::of(d2).reshaped(0, {1, Cout, B * Lo}, {0, B * Lo, 1});
       const StridedView b = hv.reshaped(0, {1, B * Lo, Ce}, {0, 1, B * Lo});

@@ -5,6 +5,8 @@
 // integer operations. A view never owns memory: the tensor it came from must outlive its use.
 #pragma once
 
+#include "cuda/cuda_utils.cuh"
+
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
 #include <torch/headeronly/core/ScalarType.h>
@@ -85,10 +87,9 @@ struct StridedView {
 // A torch tensor over a view's memory (torch's matmul fallback and rare copies only: each is a
 // call through the stable ABI).
 inline torch::stable::Tensor tensor_of(const StridedView& v) {
-  const torch::stable::Device dev(torch::headeronly::DeviceType::CUDA,
-                                  static_cast<torch::stable::DeviceIndex>(v.device));
   return torch::stable::from_blob(v.ptr, {v.size[0], v.size[1], v.size[2]},
-                                  {v.stride[0], v.stride[1], v.stride[2]}, dev, v.dtype);
+                                  {v.stride[0], v.stride[1], v.stride[2]}, cuda_device(v.device),
+                                  v.dtype);
 }
 
 }  // namespace cuda
