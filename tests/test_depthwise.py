@@ -147,6 +147,25 @@ def test_float32_long_kernels_aligned_rows(device, kernel_size):
                                   f"K={kernel_size} padding={padding}")
 
 
+@pytest.mark.parametrize("dtypes", [DTYPES[1], DTYPES[2], DTYPES[3]], ids=dtype_pair_id)
+@pytest.mark.parametrize("kernel_size", [25, 57, 127])
+def test_long_kernels_rows_of_several_tiles(device, kernel_size, dtypes):
+    """Run-time K in float64 and, past the tensor-core kernel's reach (K = 127), in half types: rows
+    split into several even tiles with a partial last item, every window offset, aligned rows and
+    rows one element in (x[..., 1:])."""
+    xdtype, wdtype = dtypes
+    channels, length = (7, 12003) if device == "cuda" else (3, 700)
+    weight, bias = _params(channels, kernel_size, wdtype, device, True)
+    for i, padding in enumerate(("same", (5, 40), (kernel_size - 1, 0), (3, kernel_size + 7))):
+        x = make_activation(2, channels, length + i % 2, xdtype, device)
+        x = x[..., 1:] if i % 2 else x
+        left, right = resolve_padding(padding, kernel_size, 1, 1)
+        poison_allocator(device, x.numel() * x.element_size())
+        out = sepconv1d.depthwise_conv1d(x, weight, bias, padding=padding)
+        assert_close_to_reference(out, reference_depthwise(x, weight, bias, 1, left, right, 1),
+                                  tolerance_for(xdtype), f"K={kernel_size} padding={padding}")
+
+
 def _half_rows(batch, channels, length, dtype, device, view):
     """An activation for the unaligned-row test: "slice" is [..., 1:] of rows one element longer
     (every row starts one element in), any other view a make_activation layout."""

@@ -25,6 +25,8 @@
 //   outputs, the x tile is stored with a 16-byte gap after every 4 vectors (conflict-free LDS.128
 //   for windows 64 bytes apart), taps go in chunks of V with a ring of 8 window vectors (one new
 //   LDS.128 + one broadcast LDS.128 of weights per 4V*V FMAs, addresses compile-time offsets).
+//   Its dense form (float32 / float64, aligned rows, K >= 40): items of 5V outputs in a tile
+//   without gaps (windows 80 bytes apart are conflict-free too), copied in by cp.async.
 //   General path (any stride/dilation, run-time K): thread t owns outputs t, t+128, ... and reads
 //   scalars (lane-consecutive, conflict-free for stride 1).
 //   The common fast case (compiled K and pad_left, 16-byte-aligned rows) takes the register-direct
@@ -51,10 +53,13 @@
 #include <type_traits>
 
 #ifdef DW_EMULATE
+#include <atomic>
+
 #include "cuda/depthwise_emu.cuh"
 #define DW_DEV inline
 #define DW_ASSERT(cond) ::dwemu::check((cond), #cond, __FILE__, __LINE__)
 #else
+#include "cuda/separable_ptx.cuh"
 #define DW_DEV __device__ __forceinline__
 #define DW_ASSERT(cond) ((void)0)
 #endif
@@ -72,7 +77,7 @@ constexpr int kClItemsBwd = 2;      // CL backward
 constexpr int kClVecs = 32;         // channel vectors per CL block
 constexpr int kClGroups = 4;        // position groups per CL warp (lane >> 3)
 constexpr int kCfLoadUnroll = kCfItemsFwd + 1;  // 640 16-byte units per pass: tile + halo
-constexpr int kCfRtItems = 4;       // CF forward, run-time K: items of 4 vectors per thread
+constexpr int kCfRtItems = 4;       // CF forward, run-time K: up to 4 items per thread
 constexpr int kCfRtLoadUnroll = 9;  // 1152 units per pass: an 8192-output tile + halo in two
 constexpr int kClLoadUnroll = 11;                // 44 rows of 32 vectors per pass
 constexpr int kCfBwdLoadUnroll = 5;              // x and dy tiles interleaved, units of G*V
@@ -977,44 +982,124 @@ __global__ void __launch_bounds__(kThreads, kCfFwdMinBlocks)
   }
 }
 
+// cp.async copies of BYTES = 16 (.cg), 8 or 4 (.ca; .cg takes 16 only) bytes (sm_80+; src_bytes <
+// BYTES zero-fills the rest, 0 reads nothing), with host versions for the emulator (copied at
+// issue, alignment asserted, counted per size in g_tc_emu_staged).
+#ifndef DW_EMULATE
+template <int BYTES>
+DW_DEV void dw_cp_async(void* smem, const void* gmem, int src_bytes) {
+  static_assert(BYTES == 16 || BYTES == 8 || BYTES == 4, "cp.async copies 4, 8 or 16 bytes");
+  if constexpr (BYTES == 16) {
+    sep::cp_async16(smem, gmem, src_bytes);
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(sep::smem_u32(smem)),
+                 "l"(gmem), "n"(BYTES), "r"(src_bytes)
+                 : "memory");
+  }
+}
+DW_DEV void dw_cp_commit() { sep::cp_async_commit(); }
+template <int N>
+DW_DEV void dw_cp_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+// A whole 16-byte copy to shared address saddr (dw_shared_addr of a pointer plus a constant, which
+// ptxas folds into the instruction).
+using SharedAddr = uint32_t;
+DW_DEV SharedAddr dw_shared_addr(const void* smem) { return sep::smem_u32(smem); }
+DW_DEV void dw_cp_async16(SharedAddr saddr, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(saddr), "l"(gmem) : "memory");
+}
+#else
+// Copies issued per size in bytes (2: the tensor-core kernels' shared rows staged element-wise)
+// and the tensor-core kernels' output elements stored per store size (4: pairs, 2: single
+// elements), over all emulated launches.
+inline std::atomic<long long> g_tc_emu_staged[17];
+inline std::atomic<long long> g_tc_emu_stored[5];
+template <int BYTES>
+inline void dw_cp_async(void* smem, const void* gmem, int src_bytes) {
+  static_assert(BYTES == 16 || BYTES == 8 || BYTES == 4, "cp.async copies 4, 8 or 16 bytes");
+  DW_ASSERT(reinterpret_cast<uintptr_t>(smem) % BYTES == 0 &&
+            reinterpret_cast<uintptr_t>(gmem) % BYTES == 0);
+  DW_ASSERT(src_bytes >= 0 && src_bytes <= BYTES);
+  std::memset(smem, 0, BYTES);
+  if (src_bytes > 0) std::memcpy(smem, gmem, size_t(src_bytes));
+  g_tc_emu_staged[BYTES] += 1;
+}
+inline void dw_cp_commit() {}
+template <int N>
+inline void dw_cp_wait() {}
+using SharedAddr = uintptr_t;
+inline SharedAddr dw_shared_addr(const void* smem) { return reinterpret_cast<uintptr_t>(smem); }
+inline void dw_cp_async16(SharedAddr saddr, const void* gmem) {
+  dw_cp_async<16>(reinterpret_cast<void*>(saddr), gmem, 16);
+}
+#endif
+
 // ------------------------------------------------------------------------------------------------
 // CF forward, run-time K, stride 1, dilation 1 (dw_fwd_cf_rt_kernel)
 // ------------------------------------------------------------------------------------------------
 // Long kernels are bound by instruction issue and shared-memory bandwidth, so the loop is built
-// to issue almost only FMAs. A thread item is NOUT = kCfRtVecs * V consecutive outputs: each new
-// 16-byte window vector feeds NOUT * V FMAs. The x tile is stored with one unused 16-byte slot
-// after every kCfRtVecs vectors, so the windows of neighbouring lanes start 5 slots (80 bytes)
-// apart and the 8 lanes of every quarter warp hit 8 different bank groups (5 l mod 8 is a
-// permutation): conflict-free LDS.128. The window is a ring of kCfRtRing vectors, unrolled one
-// ring per loop trip; the ring is a multiple of the padding period, so every load address is the
-// trip pointer plus a constant. Vectors are loaded 2-3 chunks of taps before their first use,
-// weights (one broadcast LDS.128 per chunk of V taps) one chunk before.
+// to issue almost only FMAs. A thread item is NOUT consecutive outputs (a whole number of 16-byte
+// vectors): each new window vector feeds NOUT * V FMAs. The 8 lanes of a quarter warp must read
+// their window vectors from 8 different bank groups for a conflict-free LDS.128; two forms of the
+// tile get there:
+//   padded (every type, every K): items of 4 vectors, a gap slot after every 4 tile vectors, so
+//     neighbouring lanes' windows start 5 slots apart (5 l mod 8 is a permutation);
+//   dense (DENSE, float32 / float64 rows that are 16-byte aligned, K >= kCfRtDenseMinK): items of
+//     5 vectors, no gaps (again 5 l mod 8). The tile is 20% smaller, so 6 blocks fit per SM instead
+//     of 5; x is copied by cp.async straight into the tile; each item's first tap takes the bias
+//     as its addend. Faster for long kernels, slower for short ones (csrc/NOTES.md, fifteenth
+//     session), hence the K threshold.
+// The window is a ring of R vectors, unrolled one ring per loop trip, so every load address is
+// the trip pointer plus a constant (R is a multiple of the gap period in the padded form). Vectors
+// are loaded one or more chunks of taps before their first use, weights (one broadcast LDS.128
+// per chunk of V taps) one chunk before.
 //
-// Tile layout: xs[slots] | ws[kp + V]. Tile vector v (x at a0 + v*V .. , a0 = j0 - pl - off, a
-// multiple of G*V) sits in slot cf_rt_slot(v, sh), sh = off / V (0, or 1 for half types whose
-// windows start one vector in). Item m = it * kThreads + t owns outputs j0 + m*NOUT .. + NOUT - 1;
-// its window starts at tile vector sh + m*kCfRtVecs, slot 5m + sh + 1, element OFF = off mod V.
-// Weights: ws[k] = w[c, k] for k < K, zero up to kp + V (the prefetch reads one chunk past kp).
-constexpr int kCfRtVecs = 4;  // vectors of outputs per thread item, and the padding period
-constexpr int kCfRtRing = 8;  // window vectors in registers (a multiple of kCfRtVecs)
+// Tile layout: xs[slots] | ws[kp + V]. Tile vector v (x at a0 + v*V .., a0 = j0 - pl - off, a
+// multiple of G*V) sits in slot cf_rt_slot<DENSE>(v, sh), sh = off / V (0, or 1 for half types
+// whose windows start one vector into the 8-element fetch group). Item m = it * kThreads + t owns
+// outputs j0 + m*NOUT .. + NOUT - 1; its window starts at tile vector sh + m * cf_rt_vecs<DENSE>(),
+// element OFF = off mod V. Weights: ws[k] = w[c, k] for k < K, zero up to kp + V (the prefetch
+// reads one chunk past kp).
+constexpr int kCfRtGap = 4;         // padded form: items of 4 vectors, a gap after every 4
+constexpr int kCfRtRing = 8;        // padded form: window vectors in registers (a multiple of 4)
+constexpr int kCfRtDenseVecs = 5;   // dense form: items of 5 vectors (odd: conflict-free)
+constexpr int kCfRtDenseMinK = 40;  // dense form from this K on
+constexpr int kCfRtRingMax = 8;     // the largest ring of either form (the tile is sized for it)
 
-// Slot offset of window vector v from the slot of vector 0 (window starts on a padding group).
-constexpr int cf_rt_off(int v) { return v + v / kCfRtVecs; }
-
-// Slot of tile vector v (v >= 0, sh in [0, kCfRtVecs)): a gap before every vector v = sh (mod
-// kCfRtVecs), including the first. The launch planning sizes the tile with it too.
-__host__ __device__ inline int cf_rt_slot(int v, int sh) {
-  return v + int(unsigned(v + kCfRtVecs - sh) / kCfRtVecs);
+template <bool DENSE>
+constexpr int cf_rt_vecs() {
+  return DENSE ? kCfRtDenseVecs : kCfRtGap;
 }
 
 // Outputs per thread item.
-template <typename T>
+template <typename T, bool DENSE>
 constexpr int cf_rt_item() {
-  return kCfRtVecs * vec_of<acc_of<T>>();
+  return cf_rt_vecs<DENSE>() * vec_of<acc_of<T>>();
 }
 
-// Converts unit v (N = G*V raw elements) to A and stores it as G vectors in their padded slots.
-template <typename T, typename A, int G>
+// Slot offset of window vector v from the slot of vector 0 (a window starts on a gap group).
+template <bool DENSE>
+constexpr int cf_rt_off(int v) {
+  return DENSE ? v : v + v / kCfRtGap;
+}
+
+// Slot of tile vector v (v >= 0, sh in [0, kCfRtGap)); padded: a gap before every vector v = sh
+// (mod kCfRtGap), including the first. The launch planning sizes the tile with it too.
+template <bool DENSE>
+__host__ __device__ inline int cf_rt_slot(int v, int sh) {
+  return DENSE ? v : v + int(unsigned(v + kCfRtGap - sh) / kCfRtGap);
+}
+
+// Window vectors in registers for window offset OFF: dense, the NOUT + V - 1 elements one chunk
+// of V taps reads plus the vector being loaded; padded, kCfRtRing.
+template <int V, int OFF, int NOUT, bool DENSE>
+constexpr int cf_rt_ring() {
+  return DENSE ? (OFF + NOUT + V - 2) / V + 2 : kCfRtRing;
+}
+
+// Converts unit v (N = G*V raw elements) to A and stores it as G vectors in their slots.
+template <typename T, typename A, int G, bool DENSE>
 DW_DEV void cf_rt_store_unit(A* xs, int v, int sh, const T* r) {
   constexpr int V = vec_of<A>();
 #pragma unroll
@@ -1022,7 +1107,7 @@ DW_DEV void cf_rt_store_unit(A* xs, int v, int sh, const T* r) {
     A cv[V];
 #pragma unroll
     for (int e = 0; e < V; ++e) cv[e] = A(in_cvt(r[q * V + e]));
-    sstore<A, V>(xs + cf_rt_slot(v * G + q, sh) * V, cv);
+    sstore<A, V>(xs + cf_rt_slot<DENSE>(v * G + q, sh) * V, cv);
   }
 }
 
@@ -1030,13 +1115,13 @@ DW_DEV void cf_rt_store_unit(A* xs, int v, int sh, const T* r) {
 // units are 16-byte aligned: units [vlo, vhi) lie wholly inside the row and are loaded, the
 // others are stored as zeros. All loads are issued before the first store; addresses are one
 // base pointer plus constants.
-template <typename T, typename A, int G, int UNR>
+template <typename T, typename A, int G, int UNR, bool DENSE>
 DW_DEV void cf_rt_load_pass(const TileSrc<T, A>& t, int v0, int n, int vlo, int vhi, int sh) {
   constexpr int V = vec_of<A>();
   constexpr int N = G * V;
-  static_assert(kThreads * G % kCfRtVecs == 0, "units kThreads apart are whole padding groups apart");
-  constexpr int kSlotStep = cf_rt_off(kThreads * G);  // slots between units kThreads apart
-  const T* src = t.src + (t.a0 + int64_t(v0) * N);     // may point before the row: never read
+  static_assert(kThreads * G % kCfRtGap == 0, "units kThreads apart are whole gap groups apart");
+  constexpr int kSlotStep = cf_rt_off<DENSE>(kThreads * G);  // slots between units kThreads apart
+  const T* src = t.src + (t.a0 + int64_t(v0) * N);           // may point before the row: never read
   T r[UNR][N];
 #pragma unroll
   for (int u = 0; u < UNR; ++u) {
@@ -1050,7 +1135,7 @@ DW_DEV void cf_rt_load_pass(const TileSrc<T, A>& t, int v0, int n, int vlo, int 
   }
   int slot[G];
 #pragma unroll
-  for (int q = 0; q < G; ++q) slot[q] = cf_rt_slot(v0 * G + q, sh);
+  for (int q = 0; q < G; ++q) slot[q] = cf_rt_slot<DENSE>(v0 * G + q, sh);
 #pragma unroll
   for (int u = 0; u < UNR; ++u) {
     if (v0 + u * kThreads < n) {
@@ -1065,12 +1150,34 @@ DW_DEV void cf_rt_load_pass(const TileSrc<T, A>& t, int v0, int n, int vlo, int 
   }
 }
 
+// The dense form's pass (T == A: float32, float64): the units inside the row go straight into the
+// tile by cp.async (no registers, no conversion), the others are stored as zeros. The caller waits
+// for the copies.
+template <typename A, int UNR>
+DW_DEV void cf_rt_copy_pass(const TileSrc<A, A>& t, int v0, int vlo, int vhi) {
+  constexpr int V = vec_of<A>();
+  const A* src = t.src + (t.a0 + int64_t(v0) * V);  // may point before the row: never read
+  const SharedAddr dst = dw_shared_addr(t.s + v0 * V);
+#pragma unroll
+  for (int u = 0; u < UNR; ++u) {
+    const int v = v0 + u * kThreads;
+    if (unsigned(v - vlo) < unsigned(vhi - vlo)) {
+      dw_cp_async16(dst + u * kThreads * 16, src + u * kThreads * V);
+    } else if (v < t.n) {
+      A z[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) z[e] = A(0);
+      sstore<A, V>(t.s + v * V, z);
+    }
+  }
+}
+
 // The x tile in units of N = G*V elements, zero outside the row. Rows with 16-byte-aligned units
 // (the common case): the tile origin a0 and the row start are multiples of N, so every unit lies
 // wholly before the row, wholly inside it, or (the ragged last unit when len % N != 0) across
 // its end; the passes load the inside units, and the thread that stored the ragged unit as zeros
-// reloads it element by element. Other rows: checked per-element loads, fewer at a time.
-template <typename T, typename A, int G, int UNR>
+// reloads it element by element. Other rows (padded form only): checked per-element loads.
+template <typename T, typename A, int G, int UNR, bool DENSE>
 DW_DEV void cf_rt_load_x(const TileSrc<T, A>& t, int sh) {
   constexpr int V = vec_of<A>();
   constexpr int N = G * V;
@@ -1083,12 +1190,20 @@ DW_DEV void cf_rt_load_x(const TileSrc<T, A>& t, int sh) {
     const int vlo = int(lo < n ? lo : n);
     const int vhi = int(hi < vlo ? vlo : (hi < n ? hi : n));
     for (int v0 = threadIdx.x; v0 < n; v0 += kThreads * UNR) {
-      cf_rt_load_pass<T, A, G, UNR>(t, v0, n, vlo, vhi, sh);
+      if constexpr (DENSE) {
+        cf_rt_copy_pass<A, UNR>(t, v0, vlo, vhi);
+      } else {
+        cf_rt_load_pass<T, A, G, UNR, DENSE>(t, v0, n, vlo, vhi, sh);
+      }
+    }
+    if constexpr (DENSE) {
+      dw_cp_commit();
+      dw_cp_wait<0>();
     }
     if (t.len % N != 0 && vhi < n && int(threadIdx.x) == vhi % kThreads) {
       T r[N];
       cf_fetch<T, A, V, G>(t, vhi, false, r);  // elements past len are zeros
-      cf_rt_store_unit<T, A, G>(t.s, vhi, sh, r);
+      cf_rt_store_unit<T, A, G, DENSE>(t.s, vhi, sh, r);
     }
   } else {
     constexpr int UNR_EDGE = 2;
@@ -1101,7 +1216,7 @@ DW_DEV void cf_rt_load_x(const TileSrc<T, A>& t, int sh) {
       }
 #pragma unroll
       for (int u = 0; u < UNR_EDGE; ++u) {
-        if (v0 + u * kThreads < n) cf_rt_store_unit<T, A, G>(t.s, v0 + u * kThreads, sh, r[u]);
+        if (v0 + u * kThreads < n) cf_rt_store_unit<T, A, G, DENSE>(t.s, v0 + u * kThreads, sh, r[u]);
       }
     }
   }
@@ -1109,16 +1224,37 @@ DW_DEV void cf_rt_load_x(const TileSrc<T, A>& t, int sh) {
 
 // One chunk of V taps at ring position S: acc[i] += wv[kk] * x[OFF + i + S*V + kk] (window
 // relative to the trip's first vector); CHECK: only taps kk < ntaps exist.
-template <typename A, int V, int OFF, int NOUT, int S, bool CHECK>
-DW_DEV void cf_rt_chunk(const A (&win)[kCfRtRing][V], const A (&wv)[V], int ntaps,
-                        A (&acc)[NOUT]) {
+template <typename A, int V, int R, int OFF, int NOUT, int S, bool CHECK>
+DW_DEV void cf_rt_chunk(const A (&win)[R][V], const A (&wv)[V], int ntaps, A (&acc)[NOUT]) {
 #pragma unroll
   for (int kk = 0; kk < V; ++kk) {
     if (!CHECK || kk < ntaps) {
 #pragma unroll
       for (int i = 0; i < NOUT; ++i) {
         const int n = OFF + i + kk;  // compile-time after unrolling
-        acc[i] = dfma(wv[kk], win[(S + n / V) % kCfRtRing][n % V], acc[i]);
+        acc[i] = dfma(wv[kk], win[(S + n / V) % R][n % V], acc[i]);
+      }
+    }
+  }
+}
+
+// The dense form's first chunk of an item: taps kk < min(K, V), the first one taking the bias as
+// its addend (no set-up of the accumulators). The ring holds window vector v in slot
+// (v + R - 1) % R here, so that the loop after it finds vector 1 in slot 0.
+template <typename A, int V, int R, int OFF, int NOUT>
+DW_DEV void cf_rt_first(const A (&win)[R][V], const A (&wv)[V], int K, A bias, A (&acc)[NOUT]) {
+#pragma unroll
+  for (int i = 0; i < NOUT; ++i) {
+    const int n = OFF + i;
+    acc[i] = dfma(wv[0], win[(n / V + R - 1) % R][n % V], bias);
+  }
+#pragma unroll
+  for (int kk = 1; kk < V; ++kk) {
+    if (kk < K) {
+#pragma unroll
+      for (int i = 0; i < NOUT; ++i) {
+        const int n = OFF + i + kk;
+        acc[i] = dfma(wv[kk], win[(n / V + R - 1) % R][n % V], acc[i]);
       }
     }
   }
@@ -1127,84 +1263,104 @@ DW_DEV void cf_rt_chunk(const A (&win)[kCfRtRing][V], const A (&wv)[V], int ntap
 // Step S of a trip: prefetch the weights of chunk S + 1 and window vector S + R - 1 (into the
 // slot chunk S - 1 freed), then chunk S. xp: slot of the trip's first window vector; wp: its
 // first tap.
-template <typename A, int V, int OFF, int NOUT, int S, bool CHECK>
-DW_DEV void cf_rt_step(const A* xp, const A* wp, A (&win)[kCfRtRing][V], A (&wb)[2][V], int ntaps,
+template <typename A, int V, int R, bool DENSE, int OFF, int NOUT, int S, bool CHECK>
+DW_DEV void cf_rt_step(const A* xp, const A* wp, A (&win)[R][V], A (&wb)[2][V], int ntaps,
                        A (&acc)[NOUT]) {
-  constexpr int R = kCfRtRing;
   sload<A, V>(wp + (S + 1) * V, wb[(S + 1) % 2]);
-  sload<A, V>(xp + cf_rt_off(S + R - 1) * V, win[(S + R - 1) % R]);
-  cf_rt_chunk<A, V, OFF, NOUT, S, CHECK>(win, wb[S % 2], ntaps, acc);
+  sload<A, V>(xp + cf_rt_off<DENSE>(S + R - 1) * V, win[(S + R - 1) % R]);
+  cf_rt_chunk<A, V, R, OFF, NOUT, S, CHECK>(win, wb[S % 2], ntaps, acc);
 }
 
 // A whole trip of R chunks, the last of which may be partial (kleft: taps left at the trip).
-template <typename A, int V, int OFF, int NOUT, int S = 0>
-DW_DEV void cf_rt_trip(const A* xp, const A* wp, int kleft, A (&win)[kCfRtRing][V],
-                       A (&wb)[2][V], A (&acc)[NOUT]) {
-  constexpr int R = kCfRtRing;
+template <typename A, int V, int R, bool DENSE, int OFF, int NOUT, int S = 0>
+DW_DEV void cf_rt_trip(const A* xp, const A* wp, int kleft, A (&win)[R][V], A (&wb)[2][V],
+                       A (&acc)[NOUT]) {
   if constexpr (S < R - 1) {
-    cf_rt_step<A, V, OFF, NOUT, S, false>(xp, wp, win, wb, V, acc);
-    cf_rt_trip<A, V, OFF, NOUT, S + 1>(xp, wp, kleft, win, wb, acc);
+    cf_rt_step<A, V, R, DENSE, OFF, NOUT, S, false>(xp, wp, win, wb, V, acc);
+    cf_rt_trip<A, V, R, DENSE, OFF, NOUT, S + 1>(xp, wp, kleft, win, wb, acc);
   } else if (kleft >= R * V) {
-    cf_rt_step<A, V, OFF, NOUT, S, false>(xp, wp, win, wb, V, acc);
+    cf_rt_step<A, V, R, DENSE, OFF, NOUT, S, false>(xp, wp, win, wb, V, acc);
   } else {
-    cf_rt_step<A, V, OFF, NOUT, S, true>(xp, wp, win, wb, kleft - S * V, acc);
+    cf_rt_step<A, V, R, DENSE, OFF, NOUT, S, true>(xp, wp, win, wb, kleft - S * V, acc);
   }
 }
 
 // The last kleft < (R - 1) * V taps (fewer than R - 1 chunks), each chunk checked.
-template <typename A, int V, int OFF, int NOUT, int S = 0>
-DW_DEV void cf_rt_tail(const A* xp, const A* wp, int kleft, A (&win)[kCfRtRing][V],
-                       A (&wb)[2][V], A (&acc)[NOUT]) {
-  if constexpr (S < kCfRtRing - 1) {
+template <typename A, int V, int R, bool DENSE, int OFF, int NOUT, int S = 0>
+DW_DEV void cf_rt_tail(const A* xp, const A* wp, int kleft, A (&win)[R][V], A (&wb)[2][V],
+                       A (&acc)[NOUT]) {
+  if constexpr (S < R - 1) {
     if (kleft > S * V) {
-      cf_rt_step<A, V, OFF, NOUT, S, true>(xp, wp, win, wb, kleft - S * V, acc);
-      cf_rt_tail<A, V, OFF, NOUT, S + 1>(xp, wp, kleft, win, wb, acc);
+      cf_rt_step<A, V, R, DENSE, OFF, NOUT, S, true>(xp, wp, win, wb, kleft - S * V, acc);
+      cf_rt_tail<A, V, R, DENSE, OFF, NOUT, S + 1>(xp, wp, kleft, win, wb, acc);
     }
   }
 }
 
-// acc[i] += sum_{k < K} ws[k] * x[OFF + i + k], x = window vectors from slot pointer xp (a
-// padding group start). Reads window vectors [0, ceil(K / V) + R - 1) and ws[0, kp + V).
-template <typename A, int V, int OFF, int NOUT>
-DW_DEV void cf_rt_conv(const A* xp, const A* wp, int K, A (&acc)[NOUT]) {
-  constexpr int R = kCfRtRing;
-  static_assert(R % kCfRtVecs == 0, "trip pointers step by whole padding groups");
-  static_assert((OFF + NOUT + V - 2) / V + 1 <= R - 1, "the window plus one prefetched vector fit");
+// acc[i] += sum_{k < K} ws[k] * x[OFF + i + k] (padded form: acc holds the bias already; dense
+// form: acc is set here, bias + ...), x = window vectors from slot pointer xp (a gap group start).
+// Reads window vectors [0, ceil(K / V) + R - 1) and ws[0, kp + V).
+template <typename A, int V, int OFF, int NOUT, bool DENSE>
+DW_DEV void cf_rt_conv(const A* xp, const A* wp, int K, A bias, A (&acc)[NOUT]) {
+  constexpr int R = cf_rt_ring<V, OFF, NOUT, DENSE>();
+  static_assert(R <= kCfRtRingMax, "the launch planning sizes the tile for kCfRtRingMax");
+  static_assert(DENSE || R % kCfRtGap == 0, "trip pointers step by whole gap groups");
   A win[R][V];
   A wb[2][V];
-#pragma unroll
-  for (int v = 0; v < R - 1; ++v) sload<A, V>(xp + cf_rt_off(v) * V, win[v]);
-  sload<A, V>(wp, wb[0]);
   int kleft = K;
+  if constexpr (DENSE) {
+    A w0[V];
+#pragma unroll
+    for (int v = 0; v < R; ++v) sload<A, V>(xp + v * V, win[(v + R - 1) % R]);
+    sload<A, V>(wp, w0);
+    sload<A, V>(wp + V, wb[0]);
+    cf_rt_first<A, V, R, OFF, NOUT>(win, w0, K, bias, acc);
+    // The rest starts at chunk 1: window vector 1 (now in slot 0) and tap V.
+    xp += V;
+    wp += V;
+    kleft -= V;
+  } else {
+#pragma unroll
+    for (int v = 0; v < R - 1; ++v) sload<A, V>(xp + cf_rt_off<DENSE>(v) * V, win[v]);
+    sload<A, V>(wp, wb[0]);
+  }
   // Trips while at least R - 1 whole chunks and a further (whole or partial) one are left.
 #pragma unroll 1
   for (; kleft > (R - 1) * V; kleft -= R * V) {
-    cf_rt_trip<A, V, OFF, NOUT>(xp, wp, kleft, win, wb, acc);
-    xp += cf_rt_off(R) * V;
+    cf_rt_trip<A, V, R, DENSE, OFF, NOUT>(xp, wp, kleft, win, wb, acc);
+    if constexpr (R % 2 == 1) {
+      // The trip's last step loaded the next chunk's weights into wb[1]; step 0 reads wb[0].
+#pragma unroll
+      for (int e = 0; e < V; ++e) wb[0][e] = wb[1][e];
+    }
+    xp += cf_rt_off<DENSE>(R) * V;
     wp += R * V;
   }
-  cf_rt_tail<A, V, OFF, NOUT>(xp, wp, kleft, win, wb, acc);
+  cf_rt_tail<A, V, R, DENSE, OFF, NOUT>(xp, wp, kleft, win, wb, acc);
 }
 
 // The thread's items of the tile: outputs ytile[jl .. jl + NOUT) with jl < nout (the outputs of
-// the tile that exist, at most p.items * kThreads * NOUT), ytile = the tile's first output. Few
-// values live across the items: the loop runs at the register cap.
-template <typename T, typename W, int OFF>
+// the tile that exist), ytile = the tile's first output. Few values live across the items: the
+// loop runs at the register cap.
+template <typename T, typename W, int OFF, bool DENSE>
 DW_DEV void cf_rt_items(const FwdArgs<T, W>& p, const acc_of<T>* xs, const acc_of<T>* ws, int sh,
                         acc_of<T> bv, T* ytile, int nout) {
   using A = acc_of<T>;
   constexpr int V = vec_of<A>();
   constexpr int G = gvec_of<T>();
   constexpr int N = G * V;
-  constexpr int NOUT = cf_rt_item<T>();
+  constexpr int NOUT = cf_rt_item<T, DENSE>();
+  static_assert(NOUT % N == 0, "items are whole store groups");
 #pragma unroll 1
   for (int jl = int(threadIdx.x) * NOUT; jl < nout; jl += kThreads * NOUT) {
     A acc[NOUT];
+    if constexpr (!DENSE) {
 #pragma unroll
-    for (int i = 0; i < NOUT; ++i) acc[i] = bv;
-    // Item jl / NOUT: its window starts at tile vector sh + (jl / NOUT) * kCfRtVecs.
-    const A* xw = xs + cf_rt_slot(sh + jl / NOUT * kCfRtVecs, sh) * V;
-    cf_rt_conv<A, V, OFF, NOUT>(xw, ws, p.K, acc);
+      for (int i = 0; i < NOUT; ++i) acc[i] = bv;
+    }
+    // Item jl / NOUT: its window starts at tile vector sh + (jl / NOUT) * cf_rt_vecs<DENSE>().
+    const A* xw = xs + cf_rt_slot<DENSE>(sh + jl / NOUT * cf_rt_vecs<DENSE>(), sh) * V;
+    cf_rt_conv<A, V, OFF, NOUT, DENSE>(xw, ws, p.K, bv, acc);
     if (p.y_vec == kVecGroup && jl + NOUT <= nout) {  // the common case: no per-group checks
 #pragma unroll
       for (int q = 0; q < NOUT; q += N) gstore_group<T, A, V, G>(ytile + jl + q, acc + q);
@@ -1215,16 +1371,18 @@ DW_DEV void cf_rt_items(const FwdArgs<T, W>& p, const acc_of<T>* xs, const acc_o
   }
 }
 
-template <typename T, typename W>
+template <typename T, typename W, bool DENSE>
 __global__ void __launch_bounds__(kThreads, kCfRtMinBlocks)
     dw_fwd_cf_rt_kernel(const FwdArgs<T, W> p) {
   using A = acc_of<T>;
   constexpr int V = vec_of<A>();
   constexpr int G = gvec_of<T>();
+  static_assert(!DENSE || std::is_same_v<T, A>, "the dense form copies x unconverted");
   DW_ASSERT(p.fast);
+  DW_ASSERT(!DENSE || p.x_vec == kVecGroup);
   const int sh = p.off / V;
   A* xs = smem_base<A>();
-  A* ws = xs + cf_rt_slot(p.nsm - 1, sh) * V + V;
+  A* ws = xs + (cf_rt_slot<DENSE>(p.nsm - 1, sh) + 1) * V;
   for (int64_t w = blockIdx.x; w < p.total; w += gridDim.x) {
     const int64_t row = udiv(w, p.ntiles);
     const int64_t n = w - row * p.ntiles;
@@ -1241,7 +1399,7 @@ __global__ void __launch_bounds__(kThreads, kCfRtMinBlocks)
     __syncthreads();  // the previous tile's readers are done with xs / ws
     {
       const TileSrc<T, A> tx{xs, p.x + b * p.xsb + c * p.xsc, a0, p.L, p.nsm, p.x_vec};
-      cf_rt_load_x<T, A, G, (kCfRtLoadUnroll + G - 1) / G>(tx, sh);
+      cf_rt_load_x<T, A, G, (kCfRtLoadUnroll + G - 1) / G, DENSE>(tx, sh);
     }
     if (t < nw) ws[t] = wt;
     for (int m = t + kThreads; m < nw; m += kThreads) ws[m] = m < p.K ? A(in_cvt(p.w[c * p.K + m])) : A(0);
@@ -1249,7 +1407,7 @@ __global__ void __launch_bounds__(kThreads, kCfRtMinBlocks)
     T* ytile = p.y + b * p.ysb + c * p.ysc + j0;  // j0 is a multiple of the group: alignment kept
     const int nout = int(p.Lo - j0 < p.tile ? p.Lo - j0 : p.tile);
     with_offset<V>(p.off & (V - 1), [&](auto o) {
-      cf_rt_items<T, W, decltype(o)::value>(p, xs, ws, sh, bv, ytile, nout);
+      cf_rt_items<T, W, decltype(o)::value, DENSE>(p, xs, ws, sh, bv, ytile, nout);
     });
   }
 }

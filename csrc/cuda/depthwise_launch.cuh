@@ -72,6 +72,7 @@ struct Tuning {
   int64_t smem_limit = -1;        // < 0: the device limit
   int64_t max_grid = INT_MAX;     // cap on grid size (tests force the grid-stride loops)
   int64_t force_split = 0;        // > 0: blocks per channel (group) in split kernels
+  bool allow_rt_dense = true;     // the run-time-K CF forward's dense form (long float kernels)
 };
 
 enum class Path { CF, CL, Direct };
@@ -365,34 +366,53 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
           return;
         }
       }
-      // Run-time K, stride 1, dilation 1: dw_fwd_cf_rt_kernel, items of cf_rt_item<T>() outputs.
-      // Thread m's window starts at tile vector sh + 4m (sh = off / V) and reads kp / V + R - 1
-      // vectors (the ring's prefetch), stored in padded slots; weights kp + V.
+      // Run-time K, stride 1, dilation 1: dw_fwd_cf_rt_kernel. Padded form: tiles of up to
+      // kCfRtItems items per thread, whole items. Dense form (float32 / float64 on 16-byte-aligned
+      // rows, K >= kCfRtDenseMinK): the row split evenly into tiles of at most that size (whole
+      // groups of N; the last item of a tile may be partial). Item m's window starts at tile vector
+      // sh + cf_rt_vecs() * m (sh = off / V) and reads kp / V + R - 1 vectors (the ring's
+      // prefetch); weights kp + V.
       if constexpr (KC == 0) {
-        if (fast) {
-          const int64_t per_item = int64_t(kThreads) * cf_rt_item<T>();
-          const int items = int(clamp64(ceil_div(pr.Lo, per_item), 1, kCfRtItems));
-          const int64_t tile = per_item * items;
+        const auto launch_rt = [&](auto dense_c) {
+          constexpr bool DENSE = decltype(dense_c)::value;
+          constexpr int NOUT = cf_rt_item<T, DENSE>();
+          const int64_t per_item = int64_t(kThreads) * NOUT;
+          int64_t tile;
+          if constexpr (DENSE) {
+            const int64_t tiles = ceil_div(pr.Lo, per_item * kCfRtItems);
+            tile = ceil_div(ceil_div(pr.Lo, tiles), N) * N;
+          } else {
+            tile = per_item * clamp64(ceil_div(pr.Lo, per_item), 1, kCfRtItems);
+          }
           const int off = int(pos_mod(-pr.pl, N));
           const int sh = off / V;
-          const int64_t nvec = sh + tile / V - kCfRtVecs + kp / V + kCfRtRing - 1;
+          const int64_t last_item = ceil_div(tile, NOUT) - 1;
+          const int64_t nvec = sh + last_item * cf_rt_vecs<DENSE>() + kp / V + kCfRtRingMax - 1;
           const int64_t nsm = ceil_div(nvec, G) * G;
-          const int64_t slots = cf_rt_slot(int(nsm) - 1, sh) + 1;
+          const int64_t slots = cf_rt_slot<DENSE>(int(nsm) - 1, sh) + 1;
           const int64_t smem = (slots * V + kp + V) * int64_t(sizeof(A));
           if (smem > limit) return;
-          a.items = items;
+          a.items = int(ceil_div(tile, per_item));
           a.tile = int(tile);
           a.off = off;
           a.nsm = int(nsm);
           a.ntiles = ceil_div(pr.Lo, tile);
           a.total = pr.B * pr.C * a.ntiles;
           const int64_t grid = clamp64(a.total, 1, std::min<int64_t>(tune.max_grid, INT_MAX));
-          auto kern = &dw_fwd_cf_rt_kernel<T, W>;
+          auto kern = &dw_fwd_cf_rt_kernel<T, W, DENSE>;
           prepare_kernel(kern, smem, dev.device);
           DW_LAUNCH(kern, grid, size_t(smem), stream, a);
           DW_CHECK_LAUNCH("dw_fwd_cf_rt_kernel");
           launched = true;
-          return;
+        };
+        if (fast) {
+          if constexpr (std::is_same_v<T, A>) {
+            if (tune.allow_rt_dense && a.x_vec == kVecGroup && pr.K >= kCfRtDenseMinK) {
+              launch_rt(std::true_type{});
+            }
+          }
+          if (!launched) launch_rt(std::false_type{});
+          if (launched) return;
         }
       }
       const int64_t per_item = int64_t(kThreads) * cf_fwd_item<T>();

@@ -44,8 +44,6 @@
 
 #ifndef DW_EMULATE
 #include "cuda/separable_ptx.cuh"
-#else
-#include <atomic>
 #endif
 
 namespace sepconv1d {
@@ -149,46 +147,6 @@ struct TcAlign {
   int out = 16;  // y (forward) / dx (backward) rows: element pairs stored where >= 4
 };
 
-// cp.async copies of BYTES = 16 (.cg), 8 or 4 (.ca; .cg takes 16 only) bytes (sm_80+; src_bytes <
-// BYTES zero-fills the rest, 0 reads nothing), with host versions for the emulator (copied at
-// issue, alignment asserted, counted per size in g_tc_emu_staged).
-#ifndef DW_EMULATE
-template <int BYTES>
-DW_DEV void tc_cp_async(void* smem, const void* gmem, int src_bytes) {
-  static_assert(BYTES == 16 || BYTES == 8 || BYTES == 4, "cp.async copies 4, 8 or 16 bytes");
-  if constexpr (BYTES == 16) {
-    sep::cp_async16(smem, gmem, src_bytes);
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(sep::smem_u32(smem)),
-                 "l"(gmem), "n"(BYTES), "r"(src_bytes)
-                 : "memory");
-  }
-}
-DW_DEV void tc_cp_commit() { sep::cp_async_commit(); }
-template <int N>
-DW_DEV void tc_cp_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-#else
-// Copies issued per size in bytes (2: shared rows staged element-wise) and output elements
-// stored per store size (4: pairs, 2: single elements), over all emulated launches.
-inline std::atomic<long long> g_tc_emu_staged[17];
-inline std::atomic<long long> g_tc_emu_stored[5];
-template <int BYTES>
-inline void tc_cp_async(void* smem, const void* gmem, int src_bytes) {
-  static_assert(BYTES == 16 || BYTES == 8 || BYTES == 4, "cp.async copies 4, 8 or 16 bytes");
-  DW_ASSERT(reinterpret_cast<uintptr_t>(smem) % BYTES == 0 &&
-            reinterpret_cast<uintptr_t>(gmem) % BYTES == 0);
-  DW_ASSERT(src_bytes >= 0 && src_bytes <= BYTES);
-  std::memset(smem, 0, BYTES);
-  if (src_bytes > 0) std::memcpy(smem, gmem, size_t(src_bytes));
-  g_tc_emu_staged[BYTES] += 1;
-}
-inline void tc_cp_commit() {}
-template <int N>
-inline void tc_cp_wait() {}
-#endif
-
 // 16-byte shared store of four words (the element-wise staging).
 DW_DEV void tc_st_shared16(void* smem, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
 #ifdef DW_EMULATE
@@ -216,7 +174,7 @@ DW_DEV void tc_stage_narrow(T* dst, const T* row, int64_t g0, int64_t len, int n
     T* d = dst + t * E;
 #pragma unroll 1
     for (int u = t; u < n; u += kThreads, src += kThreads * E, d += kThreads * E) {
-      tc_cp_async<BYTES>(d, src, BYTES);
+      dw_cp_async<BYTES>(d, src, BYTES);
     }
     return;
   }
@@ -224,7 +182,7 @@ DW_DEV void tc_stage_narrow(T* dst, const T* row, int64_t g0, int64_t len, int n
   for (int u = t; u < n; u += kThreads) {
     const int64_t e = g0 + int64_t(u) * E;
     const int64_t m = e < 0 ? 0 : (len - e < E ? (len - e > 0 ? len - e : 0) : E);
-    tc_cp_async<BYTES>(dst + int64_t(u) * E, m > 0 ? row + e : row, int(m) * int(sizeof(T)));
+    dw_cp_async<BYTES>(dst + int64_t(u) * E, m > 0 ? row + e : row, int(m) * int(sizeof(T)));
   }
 }
 
@@ -272,14 +230,14 @@ DW_DEV void tc_stage(T* dst, const T* row, int64_t g0, int64_t len, int nrows, i
     const T* src = row + g0 + t * 8;
     T* d = dst + t * 8;
     for (int v = t; v < nrows; v += kThreads, src += kThreads * 8, d += kThreads * 8) {
-      tc_cp_async<16>(d, src, 16);
+      dw_cp_async<16>(d, src, 16);
     }
     return;
   }
   for (int v = t; v < nrows; v += kThreads) {
     const int64_t e = g0 + int64_t(v) * 8;
     const int64_t n = e < 0 ? 0 : (len - e < 8 ? (len - e > 0 ? len - e : 0) : 8);
-    tc_cp_async<16>(dst + int64_t(v) * 8, n > 0 ? row + e : row, int(n) * 2);
+    dw_cp_async<16>(dst + int64_t(v) * 8, n > 0 ? row + e : row, int(n) * 2);
   }
 }
 
@@ -406,25 +364,25 @@ __global__ void __launch_bounds__(kThreads, tc_fwd_min_blocks<T, W>())
     tc_stage<T>(dst, p.x + b * p.xsb + c * p.xsc, j0 - p.pl - p.off, p.L, p.nsm, al.x);
   };
   if (first < end) stage(first, xs);
-  tc_cp_commit();
+  dw_cp_commit();
   for (int64_t item = first; item < end; ++item) {
     int64_t c, b, j0;
     locate(item, c, b, j0);
     T* cur = xs + ((item - first) & 1) * int64_t(p.nsm) * 8;
     if (item + 1 < end) stage(item + 1, xs + ((item + 1 - first) & 1) * int64_t(p.nsm) * 8);
-    tc_cp_commit();
+    dw_cp_commit();
     if (c != cur_c) {
       cur_c = c;
       bf.build(p.w + c * p.K, p.K, S, p.off, false, lane >> 2, lane & 3);
       bias = p.bias ? float(in_cvt(p.bias[c])) : 0.0f;
     }
-    tc_cp_wait<1>();  // this tile's copies (all but the newest group) have landed
+    dw_cp_wait<1>();  // this tile's copies (all but the newest group) have landed
     __syncthreads();
     tc_conv_tile<T, W, S>(cur, p.tile / 128, bf, bias, p.y + b * p.ysb + c * p.ysc, j0, p.Lo,
                           al.out >= 4, lane, warp);
     __syncthreads();  // the buffer is consumed before it is staged again
   }
-  tc_cp_wait<0>();
+  dw_cp_wait<0>();
 }
 
 // S = max(sd, sx) (compiled; the two differ by at most one). p.tile: positions per tile
@@ -471,7 +429,7 @@ __global__ void __launch_bounds__(kThreads, 4)
     }
   };
   if (sidx < p.work) stage(sidx, sbase);
-  tc_cp_commit();
+  dw_cp_commit();
   int parity = 0;
   for (int64_t wi = sidx; wi < p.work; wi += p.split, parity ^= 1) {
     const int64_t b = udiv(wi, p.ntiles);
@@ -479,8 +437,8 @@ __global__ void __launch_bounds__(kThreads, 4)
     T* dys = sbase + parity * buf;
     T* xs = dys + int64_t(p.nsm_dy) * 8;
     if (wi + p.split < p.work) stage(wi + p.split, sbase + (parity ^ 1) * buf);
-    tc_cp_commit();
-    tc_cp_wait<1>();
+    dw_cp_commit();
+    dw_cp_wait<1>();
     __syncthreads();
     if (p.want_x) {
       tc_conv_tile<T, W, S>(dys + int64_t(rdx) * 8, p.tile / 128, bf, 0.0f,
@@ -523,7 +481,7 @@ __global__ void __launch_bounds__(kThreads, 4)
     }
     __syncthreads();  // the buffer is consumed before it is staged again
   }
-  tc_cp_wait<0>();
+  dw_cp_wait<0>();
   if (!want_wb) return;  // uniform: no barrier follows
   // Fixed-order reduction over the warps: D[t][n] (t < 16 sx) and db, in the staging memory.
   float* dsum = reinterpret_cast<float*>(sbase);

@@ -702,18 +702,23 @@ int main_impl(int argc, char** argv) {
     }
   }
 
-  // Run-time-K CF forward (dw_fwd_cf_rt_kernel: items of 4 vectors, padded shared tile, ring of 8
-  // window vectors, trips of 8 chunks of V taps whose last chunk may be partial, then up to 7
-  // checked chunks). K around the trip (float: 32 taps, float64: 16) and its chunks (K = 28, 29,
-  // 31, 32, 33, 60, 61, 63, 64, 65, 127, 1, 2, 6, 7), every window offset (-pad_left) mod 8 (the
+  // Run-time-K CF forward (dw_fwd_cf_rt_kernel). Padded form: items of 4 vectors, a gap slot
+  // after every 4 tile vectors, ring of 8 window vectors, trips of 8 chunks of V taps whose last
+  // chunk may be partial, then up to 7 checked chunks. Dense form (float32 / float64 on aligned
+  // rows, K >= 40; switched off now and then to run the padded form on long kernels too): items
+  // of 5 vectors, no gaps, tiles copied by cp.async, rows split evenly into tiles with a partial
+  // last item, the first chunk of an item peeled (bias as the first tap's addend), ring of 7 or 8
+  // vectors by window offset (trips of 28 / 32 float taps, 14 float64 taps; an odd ring passes the
+  // weights between trips). K around the trips and their chunks (K = 24, 25, 28, 29, 31, 32, 33,
+  // 56, 57, 60, 61, 63, 64, 65, 127, 1, 2, 6, 7, 13), every window offset (-pad_left) mod 8 (the
   // half types' windows start one vector into the tile for offsets 4..7) and pads beyond the span,
-  // L < K, L = 1, odd L, rows of 1 to 4 tiles (4096 outputs; the middle tiles of an aligned row
-  // take the unchecked loads), every access level (aligned, contiguous rows of any length, padded
-  // row strides, shifted base pointers), capped grids (blocks walking tiles and rows), bias or
-  // not; float32, float64, and the half types where the tensor-core kernel does not run (switched
-  // off, K > 114). Most cases want dx only: the backward is not under test here.
+  // L < K, L = 1, odd L, rows of 1 to 4 tiles (the middle tiles of an aligned row take the
+  // unchecked loads), every access level (aligned, contiguous rows of any length, padded row
+  // strides, shifted base pointers), capped grids (blocks walking tiles and rows), bias or not;
+  // float32, float64, and the half types where the tensor-core kernel does not run (switched off,
+  // K > 114). Most cases want dx only: the backward is not under test here.
   {
-    const int64_t fks[] = {28, 29, 31, 32, 33, 60, 61, 63, 64, 65, 127, 1, 2, 6, 7, 13};
+    const int64_t fks[] = {28, 29, 31, 32, 33, 60, 61, 63, 64, 65, 127, 1, 2, 6, 7, 13, 24, 25, 56, 57};
     const int64_t lens[] = {301, 1, 40, 12300, 2049, 5, 4097, 9001, 63, 2};
     const int kinds[] = {L_CFAL, L_CF, L_CFPAD, L_CFAL, L_CF};
     int idx = 0;
@@ -734,6 +739,7 @@ int main_impl(int argc, char** argv) {
                 kinds[idx % 5], kinds[idx % 5], idx % 7 == 3 ? 1 : 0, idx % 5 == 4 ? 2 : 0,
                 Tuning{}};
         if (idx % 4 == 1) cs.tune.max_grid = 2;
+        if (idx % 7 == 5) cs.tune.allow_rt_dense = false;
         cs.grads = idx % 9 == 0 ? 0 : 1;
         cs.expect_fwd = "dw_fwd_cf_rt_kernel";
         run(cs, idx % 4 == 3 ? 3 : 0);  // float64 every fourth case
@@ -756,8 +762,8 @@ int main_impl(int argc, char** argv) {
       cs.expect_fwd = "dw_fwd_cf_rt_kernel";
       run(cs, kind == L_CF ? 3 : 0);
     }
-    // float64 around its 16-tap trip.
-    for (int64_t K : {15, 16, 17}) {
+    // float64 around its 16-tap trip (padded form) and the dense form's 14-tap trip.
+    for (int64_t K : {15, 16, 17, 41, 42, 43, 55, 56, 57}) {
       Case cs{1, 2, 700, K, 1, 1, K - 1 - K / 3, 2, K % 2 == 1, L_CF, L_CF, 0, 0, Tuning{}};
       cs.grads = 1;
       cs.expect_fwd = "dw_fwd_cf_rt_kernel";
@@ -1047,7 +1053,7 @@ int main_impl(int argc, char** argv) {
   }
   std::printf("%d cases, %d failures\n", n, g_failures);
   for (auto& kv : g_kernel_counts) std::printf("  %-28s %d\n", kv.first.c_str(), kv.second);
-  std::printf("  tensor-core staging copies: 16 B %lld, 8 B %lld, 4 B %lld, rows element-wise %lld; "
+  std::printf("  cp.async copies: 16 B %lld, 8 B %lld, 4 B %lld; tensor-core rows element-wise %lld; "
               "outputs stored as pairs %lld, singly %lld\n",
               (long long)g_tc_emu_staged[16], (long long)g_tc_emu_staged[8],
               (long long)g_tc_emu_staged[4], (long long)g_tc_emu_staged[2],
