@@ -150,9 +150,10 @@ def test_float32_long_kernels_aligned_rows(device, kernel_size):
 @pytest.mark.parametrize("dtypes", [DTYPES[1], DTYPES[2], DTYPES[3]], ids=dtype_pair_id)
 @pytest.mark.parametrize("kernel_size", [25, 57, 127])
 def test_long_kernels_rows_of_several_tiles(device, kernel_size, dtypes):
-    """Run-time K in float64 and, past the tensor-core kernel's reach (K = 127), in half types: rows
-    split into several even tiles with a partial last item, every window offset, aligned rows and
-    rows one element in (x[..., 1:])."""
+    """Run-time K in float64 (on CUDA the dense form from K = 40 on aligned rows: rows split into
+    even tiles with a partial last item; the padded form below that and on rows one element in,
+    x[..., 1:]) and, past the tensor-core kernel's reach (K = 127), in half types; every window
+    offset."""
     xdtype, wdtype = dtypes
     channels, length = (7, 12003) if device == "cuda" else (3, 700)
     weight, bias = _params(channels, kernel_size, wdtype, device, True)
