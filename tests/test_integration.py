@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import pytest
 import torch
-from reference import assert_close_to_reference, make_activation, reference_depthwise, reference_separable
+from reference import (
+    assert_close_to_reference,
+    make_activation,
+    reference_depthwise,
+    reference_grads,
+    reference_separable,
+    tolerance_for,
+)
 
 import sepconv1d
+from sepconv1d._shapes import resolve_padding
 
 ops = torch.ops.sepconv1d
 
@@ -213,12 +221,29 @@ def test_compile_reduce_overhead_training_step():
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA devices")
-def test_second_device():
-    x = torch.randn(2, 16, 300, device="cuda:1")
-    w = torch.randn(16, 5, device="cuda:1")
-    pw = torch.randn(8, 16, device="cuda:1")
-    y = sepconv1d.depthwise_conv1d(x, w, padding="same")
-    z = sepconv1d.separable_conv1d(x, w, pw, padding="same")
-    assert y.device == x.device and z.device == x.device
-    assert_close_to_reference(y, reference_depthwise(x, w, None, 1, 2, 2, 1), 2e-5)
-    assert_close_to_reference(z, reference_separable(x, w, None, pw, None, 1, 2, 2, 1), 2e-5)
+@pytest.mark.parametrize("kernel_size,dtype", [(5, torch.float32), (63, torch.float32), (31, torch.bfloat16)])
+def test_second_device(kernel_size, dtype):
+    """Tensors on cuda:1 while cuda:0 is current: the compiled-K, run-time-K (float32 K = 63: the
+    dense form) and half-type tensor-core depthwise kernels and the fused separable run on x's
+    device, forward and backward."""
+    assert torch.cuda.current_device() == 0
+    dev = "cuda:1"
+    x = make_activation(2, 16, 1000, dtype, dev).requires_grad_(True)
+    w = torch.randn(16, kernel_size, dtype=torch.float64).to(dev, dtype).requires_grad_(True)
+    pw = torch.randn(24, 16, dtype=torch.float64).to(dev, dtype).requires_grad_(True)
+    left, right = resolve_padding("same", kernel_size, 1, 1)
+    tol = tolerance_for(dtype)
+    for fn, ref_fn, inputs in (
+        (lambda a, b: sepconv1d.depthwise_conv1d(a, b, padding="same"),
+         lambda a, b: reference_depthwise(a, b, None, 1, left, right, 1), [x, w]),
+        (lambda a, b, c: sepconv1d.separable_conv1d(a, b, c, padding="same"),
+         lambda a, b, c: reference_separable(a, b, None, c, None, 1, left, right, 1), [x, w, pw]),
+    ):
+        out = fn(*inputs)
+        assert out.device == x.device
+        assert_close_to_reference(out, ref_fn(*inputs), tol)
+        grad_out = torch.randn(out.shape, dtype=torch.float64).to(dev, dtype)
+        grads = torch.autograd.grad(out, inputs, grad_out)
+        for g, r in zip(grads, reference_grads(ref_fn, inputs, grad_out), strict=True):
+            assert g.device == x.device
+            assert_close_to_reference(g, r, tol)
