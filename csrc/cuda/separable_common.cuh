@@ -361,7 +361,7 @@ struct DwStage {
   // x[b, c0, p0] (bit 0) and that of the channel stride (bit 1), the rows alternate when it is odd.
   __device__ static int offset(const DwParams& d, int64_t b, int c0, int64_t p0) {
     if (kXcl) return 0;
-    if (d.vec_load == kLoadVec16) return static_cast<int>(((p0 % kV) + kV) % kV);
+    if (d.vec_load == kLoadVec16) return static_cast<int>(p0 & (kV - 1));  // kV: a power of 2
     if (d.vec_load == kLoadWords) {
       const Tx* a = static_cast<const Tx*>(d.x) + b * d.xsb + static_cast<int64_t>(c0) * d.xsc + p0;
       return static_cast<int>((reinterpret_cast<uintptr_t>(a) >> 1) & 1u) |
@@ -553,12 +553,15 @@ struct DwStage {
 
   // h chunk -> hs. c0: first channel (for the bias); nvalid: outputs >= nvalid are stored as 0.
   // KC > 0: d.K == KC, known at compile time (kModeVec only; see dw_item_vec_k).
-  template <int KC = 0>
+  // kBiasClip false: the forward's h, which feeds only the product (its bias is folded into the
+  // pointwise bias, d.dwb == nullptr, and columns past the output end reach no stored output), so
+  // neither the bias nor the clip: 16 selects and a bias load per 16-output item less.
+  template <int KC = 0, bool kBiasClip = true>
   __device__ static void compute(const DwParams& d, const Tx* xs, const Tacc* dws, Tm* hs, int off,
                                  int c0, int nvalid, int tid) {
     tid = opaque(tid);
     const int nitems = CH * d.ng;
-    const Tacc* dwb = static_cast<const Tacc*>(d.dwb);
+    const Tacc* dwb = kBiasClip ? static_cast<const Tacc*>(d.dwb) : nullptr;
     if constexpr (!kXcl) {
       if (d.mode == kModeVec) {
         auto run = [&](auto off_c) {
@@ -575,7 +578,7 @@ struct DwStage {
             } else {
               dw_item_vec<OFF, Tx, Tacc>(xs + c * d.xpitch, dws + c * d.dwpitch, jb, d.K, acc);
             }
-            clip(acc, jb, 1, nvalid);
+            if constexpr (kBiasClip) clip(acc, jb, 1, nvalid);
             put_run(hs, c, jb, acc);
           }
         };
@@ -598,13 +601,13 @@ struct DwStage {
       if (d.mode == kModeGen) {
         const int jj0 = g * TT;
         dw_item_gen<Tx, Tacc>(row + jj0 * d.stride * pstep, pstep, d.stride, d.dil, wrow, d.K, acc);
-        clip(acc, jj0, 1, nvalid);
+        if constexpr (kBiasClip) clip(acc, jj0, 1, nvalid);
         put_run(hs, c, jj0, acc);
       } else {
         const int dl = d.dil;
         const int jb = (g / dl) * (TT * dl) + (g % dl);  // outputs jb + t * dl
         dw_item_win<Tx, Tacc>(row + jb * pstep, dl * pstep, wrow, d.K, acc);
-        clip(acc, jb, dl, nvalid);
+        if constexpr (kBiasClip) clip(acc, jb, dl, nvalid);
         if (dl == 1) {
           put_run(hs, c, jb, acc);
         } else {

@@ -115,15 +115,18 @@ void run_fwd_plan(FwdPlan& plan, const Tensor& x, const PwSource& src, Kernel ke
 template <typename Tx, typename Tw, typename Tm, int kGemm, int BM, int BN, int BK, int WN,
           bool kXcl>
 bool launch_fwd(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src,
-                WPlace place) {
+                WPlace place, int min_blocks_per_sm = 1) {
   using Tile = FwdTile<Tx, Tm, kGemm, BM, BN, BK, WN>;
   FwdPlan plan;
+  const DevCaps caps = dev_caps(x.get_device_index());
   if (!plan_fwd<Tx, Tm, kGemm, BM, BN, BK, WN, kXcl>(g, view_of(x), y.data_ptr(), y.stride(0),
-                                                       y.stride(1), y.stride(2),
-                                                       dev_caps(x.get_device_index()), place,
+                                                       y.stride(1), y.stride(2), caps, place,
                                                        plan)) {
     return false;
   }
+  // Fewer blocks per SM than the caller asked for (the driver keeps 1 KB per block): it has a
+  // smaller tile to fall back on.
+  if (caps.smem_per_sm / (plan.smem + 1024) < min_blocks_per_sm) return false;
   run_fwd_plan<Tw, Tm, typename Tile::Tacc, Tile::kTf32>(
       plan, x, src, sep_fwd_kernel<Tx, Tm, kGemm, BM, BN, BK, WN, kXcl>, kThreads,
       "sep_fwd_kernel");
@@ -292,8 +295,14 @@ bool run_fused(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource
                                                    wgmma_mode(x.get_device_index())) ||
                              launch_fwd_mma<Tx, Tw, float, kGemmTf32, 16>(x, y, g, src, xcl);
                       } else {
-                        ok = xcl ? launch_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 16, 32, true>(x, y, g, src, WPlace::kAuto)
-                                 : launch_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 16, 32, false>(x, y, g, src, WPlace::kAuto);
+                        // BK 32 where two blocks still fit per SM (short, unstrided windows):
+                        // half the chunks of BK 16, so half the per-chunk staging, index maths
+                        // and barriers against the same FMAs; else BK 16 (csrc/NOTES.md
+                        // "Sixteenth session").
+                        ok = xcl ? launch_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 32, 32, true>(x, y, g, src, WPlace::kAuto, 2) ||
+                                       launch_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 16, 32, true>(x, y, g, src, WPlace::kAuto)
+                                 : launch_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 32, 32, false>(x, y, g, src, WPlace::kAuto, 2) ||
+                                       launch_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 16, 32, false>(x, y, g, src, WPlace::kAuto);
                       }
                     } else {
                       ok = launch_fwd_wg<Tx, Tw>(x, y, g, src, xcl,

@@ -98,18 +98,25 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
     using Tacc = typename Tile::Tacc;
     auto xs = [&](int st) { return reinterpret_cast<Tx*>(smem + opaque(p.sm_x[st])); };
     auto dws = [&](int st) { return reinterpret_cast<Tacc*>(smem + opaque(p.sm_dw[st])); };
-    auto p0_of = [&](int item) {  // input position of window element 0
-      return static_cast<int64_t>(item % p.n_lt) * BN * p.dw.stride - p.dw.pad_left;
+    // Per-item geometry (batch, input position of window element 0), computed once per item
+    // rather than twice per chunk (two divisions by n_lt each time).
+    struct ItemPos {
+      int b;
+      int64_t p0;
     };
-    auto load_x = [&](int item, int k, int st) {
-      const int64_t p0 = p0_of(item);
+    auto pos_of = [&](int item) {
       const int b = item / p.n_lt;
-      Dw::load(p.dw, b, k * BK, p0, Dw::offset(p.dw, b, k * BK, p0), xs(st), dws(st), pt);
+      return ItemPos{b, static_cast<int64_t>(item - b * p.n_lt) * BN * p.dw.stride - p.dw.pad_left};
+    };
+    auto load_x = [&](const ItemPos& ip, int k, int st) {
+      Dw::load(p.dw, ip.b, k * BK, ip.p0, Dw::offset(p.dw, ip.b, k * BK, ip.p0), xs(st), dws(st),
+               pt);
     };
     int item = worker, k = 0, st = 0;
+    ItemPos cur = pos_of(item);
     int s = 0;
     uint32_t round = 0;
-    load_x(item, k, st);
+    load_x(cur, k, st);
     cp_async_commit();
     while (true) {
       cp_async_wait_all();
@@ -117,18 +124,19 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
       // the other x buffer is free).
       named_bar_sync(1, kWsProducers);
       int item2 = item, k2 = k + 1;
+      ItemPos nxt = cur;
       if (k2 == n_chunks) {
         k2 = 0;
         item2 += p.n_workers;
+        if (item2 < p.n_items) nxt = pos_of(item2);
       }
-      if (item2 < p.n_items) load_x(item2, k2, st ^ 1);
+      if (item2 < p.n_items) load_x(nxt, k2, st ^ 1);
       cp_async_commit();
       if (round > 0) mbar_wait(h_empty + s, (round - 1) & 1);
-      const int64_t p0 = p0_of(item);
-      const int off = Dw::offset(p.dw, item / p.n_lt, k * BK, p0);
+      const int off = Dw::offset(p.dw, cur.b, k * BK, cur.p0);
       auto depthwise = [&](auto kc) {
-        Dw::template compute<decltype(kc)::value>(p.dw, xs(st), dws(st), h_slot_ptr(s), off,
-                                                  k * BK, BN, pt);
+        Dw::template compute<decltype(kc)::value, false>(p.dw, xs(st), dws(st), h_slot_ptr(s),
+                                                         off, k * BK, BN, pt);
       };
       // The common kernel sizes with the taps unrolled at compile time (the depthwise bounds
       // this kernel: these warps must keep up with the tensor cores).
@@ -151,6 +159,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
         ++round;
       }
       item = item2;
+      cur = nxt;
       k = k2;
       st ^= 1;
       if (item >= p.n_items) break;

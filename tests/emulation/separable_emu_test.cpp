@@ -420,7 +420,7 @@ void fwd_all(Problem<Tx, Tw>& P, const DevCaps& caps) {
     if constexpr (std::is_same_v<Tx, double>) {
       run_fwd<Tx, Tw, double, kGemmSimt, 64, 64, 16, 32, kXcl>(P, caps, place, "simt64x64");
     } else if constexpr (std::is_same_v<Tx, float>) {
-      run_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 16, 32, kXcl>(P, caps, place, "simt128x128");
+      run_fwd<Tx, Tw, float, kGemmSimt, 128, 128, 32, 32, kXcl>(P, caps, place, "simt128x128");
       run_fwd<Tx, Tw, float, kGemmTf32, 64, 256, 16, 32, kXcl>(P, caps, place, "tf32 64x256");
       run_fwd<Tx, Tw, float, kGemmTf32, 128, 128, 16, 32, kXcl>(P, caps, place, "tf32 128x128");
       run_fwd<Tx, Tw, float, kGemmTf32, 256, 64, 16, 32, kXcl>(P, caps, place, "tf32 256x64");
