@@ -118,15 +118,14 @@ bool launch_fwd(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSourc
                 WPlace place, int min_blocks_per_sm = 1) {
   using Tile = FwdTile<Tx, Tm, kGemm, BM, BN, BK, WN>;
   FwdPlan plan;
-  const DevCaps caps = dev_caps(x.get_device_index());
   if (!plan_fwd<Tx, Tm, kGemm, BM, BN, BK, WN, kXcl>(g, view_of(x), y.data_ptr(), y.stride(0),
-                                                       y.stride(1), y.stride(2), caps, place,
+                                                       y.stride(1), y.stride(2),
+                                                       dev_caps(x.get_device_index()), place,
                                                        plan)) {
     return false;
   }
-  // Fewer blocks per SM than the caller asked for (the driver keeps 1 KB per block): it has a
-  // smaller tile to fall back on.
-  if (caps.smem_per_sm / (plan.smem + 1024) < min_blocks_per_sm) return false;
+  // Fewer blocks per SM than the caller asked for: it has a smaller tile to fall back on.
+  if (plan.blocks_per_sm < min_blocks_per_sm) return false;
   run_fwd_plan<Tw, Tm, typename Tile::Tacc, Tile::kTf32>(
       plan, x, src, sep_fwd_kernel<Tx, Tm, kGemm, BM, BN, BK, WN, kXcl>, kThreads,
       "sep_fwd_kernel");

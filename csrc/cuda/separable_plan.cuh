@@ -142,6 +142,7 @@ struct FwdPlan {
   PrepParams pp{};
   int64_t smem = 0;
   int64_t blocks = 0;
+  int64_t blocks_per_sm = 1;  // blocks of this plan that fit on one SM (shared memory, launch bounds)
   int64_t prep_blocks = 0;
   int64_t ws_bytes = 0, at_wp = 0, at_dwp = 0, at_bias = 0;
   int64_t xs_bytes = 0, dws_bytes = 0;  // one x / depthwise-weight staging buffer (plan_dw)
@@ -251,6 +252,7 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   p.h_bytes = static_cast<int>(h_bytes);
   if (off > limit) return false;
   out.smem = off + (Tile::kWg ? 1024 : 0);
+  out.blocks_per_sm = blocks_per_sm(out.smem);
 
   // Workspace: prepared pw weights, depthwise weights (>= 1 row: also the dummy source of
   // zero-byte copies), folded bias.
@@ -327,6 +329,7 @@ inline bool place_ws_smem(FwdPlan& out, int64_t stages, int64_t slots, int64_t w
   p.sm_bar = place(8 * (2 * stages + 2 * slots));
   if (off > limit) return false;
   out.smem = off + 1024;
+  out.blocks_per_sm = 1;  // the warp-specialised kernel's launch bounds
   return true;
 }
 
