@@ -179,17 +179,20 @@ def _check_forward_cases(cases, dtype, device, tolerance):
 
 # Kernel choices of the CUDA forward tests, as environment settings read per call: the default
 # selection; the warp-specialised kernel's chunk-major form first (BN 64 x 4 Cout passes); its
-# pass-major form only, on BN 32 tiles; the uniform wgmma kernel; the mma.sync kernels.
+# pass-major form with one h chunk per consumer step (the default takes two on BN 64 / 32 tiles
+# where the chunk count is even); its pass-major form only, on BN 32 tiles; the uniform wgmma
+# kernel; the mma.sync kernels.
 KERNEL_CHOICES = {
     "1": {"SEPCONV1D_WGMMA": "1"},
     "cm": {"SEPCONV1D_WGMMA": "1", "SEPCONV1D_WS_CM": "1"},
+    "sc1": {"SEPCONV1D_WGMMA": "1", "SEPCONV1D_WS_SC": "1"},
     "bn32": {"SEPCONV1D_WGMMA": "1", "SEPCONV1D_WS_CM": "0", "SEPCONV1D_WS_BN": "32"},
     "uniform": {"SEPCONV1D_WGMMA": "uniform"},
     "0": {"SEPCONV1D_WGMMA": "0"},
 }
 
 
-@pytest.mark.parametrize("kernel_choice", ["1", "cm", "uniform", "0"])
+@pytest.mark.parametrize("kernel_choice", ["1", "cm", "sc1", "uniform", "0"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel_choice):
     """Every CUDA forward kernel of 16-bit x: on compute capability 9.0 the warp-specialised wgmma
@@ -209,7 +212,7 @@ def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel
     _check_forward_cases(cases, dtype, device, tolerance_for(dtype))
 
 
-@pytest.mark.parametrize("kernel_choice", ["1", "cm", "bn32", "0"])
+@pytest.mark.parametrize("kernel_choice", ["1", "cm", "sc1", "bn32", "0"])
 def test_tf32_forward_kernels_match_reference(device, monkeypatch, kernel_choice):
     """float32 x with TF32 allowed: on compute capability 9.0 the warp-specialised wgmma kernel
     (tf32 operands) serves Cout > 128: pass-major where the h ring of BN 128 fits, else

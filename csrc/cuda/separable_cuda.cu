@@ -134,7 +134,7 @@ bool launch_fwd(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSourc
 
 // The warp-specialised wgmma forward (sm_90a; 16-bit x, or float32 x on TF32): pass-major, or with
 // kG > 0 chunk-major (kG Cout passes side by side, h streamed).
-template <typename Tx, typename Tw, int BN, bool kXcl, int kG = 0>
+template <typename Tx, typename Tw, int BN, bool kXcl, int kG = 0, int kSC = 1>
 bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src) {
   FwdPlan plan;
   const View3 xv = view_of(x);
@@ -144,12 +144,13 @@ bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
     ok = plan_fwd_ws_cm<Tx, BN, kXcl, kG>(g, xv, y.data_ptr(), y.stride(0), y.stride(1),
                                           y.stride(2), caps, plan);
   } else {
-    ok = plan_fwd_ws<Tx, BN, kXcl>(g, xv, y.data_ptr(), y.stride(0), y.stride(1), y.stride(2),
-                                   caps, plan);
+    ok = plan_fwd_ws<Tx, BN, kXcl, kSC>(g, xv, y.data_ptr(), y.stride(0), y.stride(1),
+                                        y.stride(2), caps, plan);
   }
   if (!ok) return false;
   using Tm = WsOperand<Tx>;
-  run_fwd_plan<Tw, Tm, float, sizeof(Tm) == 4>(plan, x, src, sep_fwd_ws_kernel<Tx, BN, kXcl, kG>,
+  run_fwd_plan<Tw, Tm, float, sizeof(Tm) == 4>(plan, x, src,
+                                               sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC>,
                                                kWsThreads, "sep_fwd_ws_kernel");
   return true;
 }
@@ -233,8 +234,21 @@ bool launch_fwd_wg(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
                    bool xcl, WgMode mode) {
   if (mode == WgMode::kOff || g.out_channels <= 128) return false;
   if (mode == WgMode::kWarpSpecialised) {
+    // Pass-major: on BN 64 / 32 tiles two h chunks per consumer step where the chunk count is
+    // even and that plan fits (a step of one chunk is only 128 / 64 cycles of products per
+    // warpgroup, too short for its waits and W copy), else one. BN 128 keeps one: its 2-chunk plan
+    // has 2 W stages (the h ring takes the rest), and the seed lost 5% (csrc/NOTES.md
+    // "Seventeenth session"). SEPCONV1D_WS_SC=1, read per call: always one (comparisons, tests).
+    const char* env_sc = std::getenv("SEPCONV1D_WS_SC");
+    const bool two_chunk_steps = env_sc == nullptr || std::atoi(env_sc) != 1;
     auto ws = [&](auto bn_c) {
       constexpr int BN = decltype(bn_c)::value;
+      if constexpr (BN <= 64) {
+        if (two_chunk_steps && (xcl ? launch_fwd_ws<Tx, Tw, BN, true, 0, 2>(x, y, g, src)
+                                    : launch_fwd_ws<Tx, Tw, BN, false, 0, 2>(x, y, g, src))) {
+          return true;
+        }
+      }
       return xcl ? launch_fwd_ws<Tx, Tw, BN, true>(x, y, g, src)
                  : launch_fwd_ws<Tx, Tw, BN, false>(x, y, g, src);
     };

@@ -183,13 +183,13 @@ __device__ __forceinline__ void store16(T* dst, const uint32_t (&w)[4]) {
 // times h^T (both swizzled, K-major), into its accumulators asynchronously (one commit group); the
 // caller waits. A k step starts 32 bytes further into the rows: +2 in the descriptor's address field.
 // A k step (k16 for 16-bit operands, k8 for tf32) is always 32 bytes of a 128-byte row.
-template <typename Tm, int BM, int BN, int BK>
+template <typename Tm, int BM, int BN, int BK, bool kFenceCommit = true>
 __device__ __forceinline__ void wg_gemm_chunk(float* acc, const Tm* wsb, const Tm* hsb, int wn) {
   constexpr int kRows = BM / 2, kMB = kRows / 64;
   constexpr int kSteps = BK * static_cast<int>(sizeof(Tm)) / 32;
   const uint64_t db0 = wg_desc(hsb);
   const uint64_t da0 = wg_desc(wsb + wn * kRows * BK);
-  wg_fence();
+  if constexpr (kFenceCommit) wg_fence();
 #pragma unroll
   for (int kk = 0; kk < kSteps; ++kk) {
 #pragma unroll
@@ -199,7 +199,7 @@ __device__ __forceinline__ void wg_gemm_chunk(float* acc, const Tm* wsb, const T
                          db0 + static_cast<uint64_t>(2 * kk));
     }
   }
-  wg_commit();
+  if constexpr (kFenceCommit) wg_commit();
 }
 
 // wgmma epilogue: thread t of the two warpgroups adds the prefetched folded bias to its
@@ -757,15 +757,17 @@ struct PrepParams {
   int ws_tiles;  // warp-specialised kernel: W as pre-swizzled tiles of this many columns (ws_w_index)
 };
 
-// Where the warp-specialised kernel's W element (o, c) lives: tile (o / kWsBM, c / cols) is one
-// contiguous block of kWsBM rows x cols channels (one 128-byte row: 64 16-bit or 32 tf32 values)
-// in the 128-byte swizzle (one bulk copy lands it as the wgmma operand), tiles ordered by Cout
-// tile, then channel chunk.
+// Where the warp-specialised kernel's W element (o, c) lives: block (o / 64, c / cols) is one
+// contiguous run of 64 rows x cols channels (one 128-byte row: 64 16-bit or 32 tf32 values) in the
+// 128-byte swizzle (a bulk copy lands it as one consumer warpgroup's wgmma operand), blocks
+// ordered by 64-row half of a kWsBM-row Cout tile, then channel chunk: a warpgroup's rows for
+// consecutive chunks are one contiguous range (one bulk copy per step of several chunks).
 constexpr int kWsBM = 128;
+constexpr int kWsRows = kWsBM / 2;  // Cout rows per consumer warpgroup
 __device__ __forceinline__ int64_t ws_w_index(int o, int c, int cin_pad, int cols) {
-  const int r = o % kWsBM, cc = c % cols, epc = cols / 8;  // elements per 16-byte chunk
-  const int64_t tile = static_cast<int64_t>(o / kWsBM) * (cin_pad / cols) + c / cols;
-  return (tile * kWsBM + r) * cols + ((cc / epc) ^ (r & 7)) * epc + cc % epc;
+  const int r = o % kWsRows, cc = c % cols, epc = cols / 8;  // elements per 16-byte chunk
+  const int64_t block = static_cast<int64_t>(o / kWsRows) * (cin_pad / cols) + c / cols;
+  return (block * kWsRows + r) * cols + ((cc / epc) ^ (r & 7)) * epc + cc % epc;
 }
 
 template <typename Tw, typename Tm, typename Tacc, bool kTf32>

@@ -8,8 +8,9 @@
 //    and their half of the W stage, issue m64nBNk16 wgmmas on both from shared memory (rows
 //    [64 wn, 64 wn + 64) of the 128-row Cout tile), and once the previous step's products are
 //    done release its h slot (after the last Cout pass over it) and refill its W stage: thread 0
-//    of each warpgroup streams the warpgroup's 8 KB half of the pre-swizzled W tiles (ws_w_index)
-//    with one bulk copy per step, w_stages steps ahead, completing on the warpgroup's mbarrier.
+//    of each warpgroup streams the warpgroup's rows of the pre-swizzled W (ws_w_index; 8 KB per
+//    chunk, kSC chunks per step) with one bulk copy per step, w_stages steps ahead, completing on
+//    the warpgroup's mbarrier.
 //    The tile (+ folded bias) is stored from the accumulators at the end of a pass;
 //  - warps 8-15, two depthwise producer warpgroups: per (item, chunk), stage x and the depthwise
 //    weights with cp.async (one chunk ahead, two buffers; a named barrier among the producers),
@@ -56,8 +57,12 @@ using WsTile =
 // block's ppg <= kG Cout passes accumulate side by side (kG x the accumulators), each h chunk is
 // read by all of them and released at once, so any ring of >= 3 slots works and the shared memory
 // goes to W stages; the depthwise is recomputed once per group of kG Cout tiles.
-template <typename Tx, int BN, bool kXcl, int kG = 0>
+// kSC (pass-major only): h chunks per consumer step. Each step waits once for its W stage (kSC
+// chunks of the warpgroup's rows, one bulk copy), issues kSC x BK / k16 wgmmas and releases the step
+// before: at kSC 2 the per-step waits, release and copy issue are spread over twice the products.
+template <typename Tx, int BN, bool kXcl, int kG = 0, int kSC = 1>
 __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdParams p) {
+  static_assert(kSC == 1 || (kSC == 2 && kG == 0), "multi-chunk steps are pass-major only");
   using Tile = WsTile<Tx, BN>;
   using Tm = WsOperand<Tx>;
   constexpr int BM = Tile::BM, BK = Tile::BK;
@@ -189,23 +194,31 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
       }
     }
   };
-  auto gemm = [&](float* a, const Tm* wsb, const Tm* hsb) {
-    wg_gemm_chunk<Tm, BM, BN, BK>(a, wsb, hsb, wn);
-  };
-  // W: this warpgroup's half (rows [64 wn, 64 wn + 64), contiguous in a tile) of the tile of each
-  // step, w_stages steps ahead. load_w(stage) loads the next step not yet loaded into `stage`.
-  constexpr uint32_t kHalfBytes = (BM / 2) * BK * sizeof(Tm);
+  // W: this warpgroup's rows [64 wn, 64 wn + 64) of the Cout tile for the kSC chunks of each step
+  // (contiguous in ws_w_index's order), w_stages steps ahead, in part wn of the stage.
+  // load_w(stage) loads the next step not yet loaded into `stage`.
+  static_assert(BM == 2 * kWsRows, "");
+  constexpr int kChunkElems = kWsRows * BK;  // one chunk of a warpgroup's W rows
+  constexpr uint32_t kPartBytes = kSC * kChunkElems * sizeof(Tm);
   uint64_t* w_full_wg = w_full + wn * S;
   const bool w_issuer = (tid & 127) == 0;
-  const Tm* wp = static_cast<const Tm*>(p.wp) + wn * (BM / 2) * BK;
+  // wg_gemm_chunk offsets W by a warpgroup's rows within a [BM][BK] tile; each stage part holds
+  // this warpgroup's rows only, so it is given wn = 0. Fence and commit once per step.
+  auto gemm = [&](float* a, const Tm* w_rows, const Tm* hsb) {
+    wg_gemm_chunk<Tm, BM, BN, BK, false>(a, w_rows, hsb, 0);
+  };
+  auto w_part = [&](int stage) {
+    return reinterpret_cast<const Tm*>(smem + opaque(p.sm_w[0] + stage * p.w_bytes + wn * kPartBytes));
+  };
+  const Tm* wp = static_cast<const Tm*>(p.wp) + wn * static_cast<int64_t>(n_chunks) * kChunkElems;
   int ld_item = worker, ld_ps = 0, ld_k = 0;  // the next step to load
   // Step order: pass-major (item, pass, chunk); chunk-major (item, chunk, pass).
   auto load_w = [&](int stage) {
     if (ld_item >= p.n_items) return;
     if (w_issuer) {
-      const Tm* src = wp + (static_cast<int64_t>(mt0 + ld_ps) * n_chunks + ld_k) * (BM * BK);
-      mbar_arrive_expect_tx(w_full_wg + stage, kHalfBytes);
-      bulk_copy_to_shared(smem + p.sm_w[0] + stage * p.w_bytes + wn * kHalfBytes, src, kHalfBytes,
+      const Tm* src = wp + (static_cast<int64_t>(2 * (mt0 + ld_ps)) * n_chunks + ld_k) * kChunkElems;
+      mbar_arrive_expect_tx(w_full_wg + stage, kPartBytes);
+      bulk_copy_to_shared(smem + p.sm_w[0] + stage * p.w_bytes + wn * kPartBytes, src, kPartBytes,
                           w_full_wg + stage);
     }
     if constexpr (kG > 0) {
@@ -217,7 +230,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
         }
       }
     } else {
-      if (++ld_k == n_chunks) {
+      if ((ld_k += kSC) == n_chunks) {
         ld_k = 0;
         if (++ld_ps == passes) {
           ld_ps = 0;
@@ -231,9 +244,13 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
   // released after the last Cout pass over it (one arrival per consumer warp). wgmma is a
   // warpgroup operation: once any warp's wait_group returns, the warpgroup's products are done.
   const bool arriver = (tid & 31) == 0;
+  auto next_slot = [&](int h) { return h + 1 == H ? 0 : h + 1; };
   auto release = [&](int w_stage, int h_slot, bool last_pass) {
     load_w(w_stage);
-    if (arriver && last_pass) mbar_arrive(h_empty + h_slot);
+    if (arriver && last_pass) {
+      mbar_arrive(h_empty + h_slot);
+      if constexpr (kSC == 2) mbar_arrive(h_empty + next_slot(h_slot));
+    }
   };
   int ws = 0, hs0 = 0;              // W stage of the step; h slot of the item's chunk 0
   uint32_t w_round = 0, h_round0 = 0;
@@ -254,9 +271,9 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
         for (int ps = 0; ps < kG; ++ps) {
           if (ps < passes) {
             mbar_wait(w_full_wg + ws, w_round & 1);
-            gemm(acc + ps * kAccRegs,
-                 reinterpret_cast<const Tm*>(smem + opaque(p.sm_w[0] + ws * p.w_bytes)),
-                 h_slot_ptr(hs0));
+            wg_fence();
+            gemm(acc + ps * kAccRegs, w_part(ws), h_slot_ptr(hs0));
+            wg_commit();
             wg_wait<1>(acc);  // the products of the previous step are done
             if (prev_w >= 0) release(prev_w, prev_h, prev_last);
             prev_w = ws;
@@ -295,11 +312,19 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
       prefetch_bias(m0, bias_pre);
       int hs = hs0;
       uint32_t h_round = h_round0;
-      for (int k = 0; k < n_chunks; ++k) {
-        mbar_wait(h_full + hs, h_round & 1);
+      for (int k = 0; k < n_chunks; k += kSC) {
+        // An item's h chunks stay until its last pass releases them: only its first pass waits.
+        const int hs1 = next_slot(hs);
+        if (ps == 0) {
+          mbar_wait(h_full + hs, h_round & 1);
+          if constexpr (kSC == 2) mbar_wait(h_full + hs1, (h_round + (hs1 == 0)) & 1);
+        }
         mbar_wait(w_full_wg + ws, w_round & 1);
-        gemm(acc, reinterpret_cast<const Tm*>(smem + opaque(p.sm_w[0] + ws * p.w_bytes)),
-             h_slot_ptr(hs));
+        const Tm* w_rows = w_part(ws);
+        wg_fence();
+        gemm(acc, w_rows, h_slot_ptr(hs));
+        if constexpr (kSC == 2) gemm(acc, w_rows + kChunkElems, h_slot_ptr(hs1));
+        wg_commit();
         wg_wait<1>(acc);  // the products of the previous step are done
         if (prev_w >= 0) release(prev_w, prev_h, prev_last);
         prev_w = ws;
@@ -309,10 +334,13 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
           ws = 0;
           ++w_round;
         }
-        if (++hs == H) {
-          hs = 0;
-          ++h_round;
+        if constexpr (kSC == 2) {
+          if (hs1 == 0) ++h_round;
+          hs = next_slot(hs1);
+        } else {
+          hs = hs1;
         }
+        if (hs == 0) ++h_round;
       }
       wg_wait<0>(acc);
       release(prev_w, prev_h, prev_last);

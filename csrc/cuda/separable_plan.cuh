@@ -335,12 +335,12 @@ inline bool place_ws_smem(FwdPlan& out, int64_t stages, int64_t slots, int64_t w
 
 // The warp-specialised forward (sep_fwd_ws_kernel on sm_90a: 16-bit x, or float32 x on TF32): the item split, Cout
 // groups, x staging and workspace of the uniform wgmma kernel's shared-h plan, with its own
-// shared memory: [W ring of w_stages pre-swizzled 16 KB tiles][xs x2][dws x2][h ring][mbarriers].
-// As many h slots as fit up to 2 n_chunks (spare slots are the producer's lead into the next item;
-// at least n_chunks) next to 4 W stages if that still leaves 2 n_chunks slots, else 3 (a slot
-// bought more than a fourth stage), else 2. False when it does not
-// fit or the uniform plan fails (Cout <= 128: no shared h).
-template <typename Tx, int BN, bool kXcl>
+// shared memory: [W ring of w_stages pre-swizzled tiles of kSC chunks][xs x2][dws x2][h ring]
+// [mbarriers]. As many h slots as fit up to 2 n_chunks (spare slots are the producer's lead into
+// the next item; at least n_chunks) next to, for kSC 1, 4 W stages if that still leaves 2 n_chunks
+// slots, else 3 (a slot bought more than a fourth stage), else 2; for kSC 2 (an even chunk count)
+// 2 stages. False when it does not fit or the uniform plan fails (Cout <= 128: no shared h).
+template <typename Tx, int BN, bool kXcl, int kSC = 1>
 bool plan_fwd_ws(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64_t ysc,
                  int64_t ysl, const DevCaps& caps, FwdPlan& out) {
   using Tile = WsTile<Tx, BN>;
@@ -353,8 +353,9 @@ bool plan_fwd_ws(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, in
   auto al = [](int64_t bytes) { return round_up(bytes, 1024); };
   FwdParams& p = out.p;
   const int64_t n_chunks = p.cin_pad / Tile::BK;
+  if (n_chunks % kSC != 0) return false;
   const int64_t h_bytes = al(static_cast<int64_t>(Tile::H_ELEMS) * sizeof(Tm));
-  const int64_t w_tile = static_cast<int64_t>(Tile::BM) * Tile::BK * sizeof(Tm);
+  const int64_t w_tile = kSC * static_cast<int64_t>(Tile::BM) * Tile::BK * sizeof(Tm);
   const int64_t limit = caps.smem_optin - 1024;  // 1024 bytes to align the base
   const int64_t fixed = 2 * al(xs_bytes) + 2 * al(dws_bytes);
   auto slots_for = [&](int64_t s) {  // most h slots (<= 2 n_chunks) next to s W stages, or 0
@@ -364,13 +365,14 @@ bool plan_fwd_ws(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, in
     }
     return int64_t{0};
   };
-  // 4 W stages if they still leave 2 n_chunks slots, else 3, else 2.
-  int64_t stages = 4, slots = slots_for(4);
-  if (slots != 2 * n_chunks) {
+  // One chunk per step: 4 W stages if they still leave 2 n_chunks slots, else 3, else 2. Two
+  // chunks per step: 2 stages (4 chunks of W in flight, the most h slots).
+  int64_t stages = kSC == 2 ? 2 : 4, slots = slots_for(stages);
+  if (kSC == 1 && slots != 2 * n_chunks) {
     stages = 3;
     slots = slots_for(3);
   }
-  if (slots == 0) {
+  if (kSC == 1 && slots == 0) {
     stages = 2;
     slots = slots_for(2);
   }

@@ -268,8 +268,8 @@ void run_fwd(Problem<Tx, Tw>& P, const DevCaps& caps, WPlace place, const char* 
 }
 
 // Forward through the warp-specialised wgmma kernel (its own roles, barriers and W tiles);
-// kG > 0: its chunk-major form.
-template <typename Tx, typename Tw, int BN, bool kXcl, int kG = 0>
+// kG > 0: its chunk-major form; kSC: h chunks per consumer step (pass-major).
+template <typename Tx, typename Tw, int BN, bool kXcl, int kG = 0, int kSC = 1>
 void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
   if (!wanted("wgmma-ws")) return;
   const Case& c = P.c;
@@ -278,7 +278,7 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
   y.init(c.B, c.Cout, c.Lout(), kXcl, 0, 0);
   FwdPlan plan;
   if (kG > 0 ? !plan_fwd_ws_cm<Tx, BN, kXcl, kG>(g, P.x.view(), y.ptr(), y.sb, y.sc, y.sl, caps, plan)
-             : !plan_fwd_ws<Tx, BN, kXcl>(g, P.x.view(), y.ptr(), y.sb, y.sc, y.sl, caps, plan)) {
+             : !plan_fwd_ws<Tx, BN, kXcl, kSC>(g, P.x.view(), y.ptr(), y.sb, y.sc, y.sl, caps, plan)) {
     return;
   }
   Buf ws(plan.ws_bytes);
@@ -286,11 +286,12 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
                      P.dw.data(), c.dwb ? P.dwb.data() : nullptr, false);
   using Tm = WsOperand<Tx>;
   sepemu::launch(sep_prep_kernel<Tw, Tm, float, sizeof(Tm) == 4>, plan.prep_blocks, 256, 0, plan.pp);
-  sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG>, plan.blocks, kWsThreads, size_t(plan.smem),
-                 plan.p);
+  sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC>, plan.blocks, kWsThreads,
+                 size_t(plan.smem), plan.p);
   check_fwd<Tx, Tw, sizeof(Tm) == 4 ? kGemmTf32 : kGemmWg>(P, y, kXcl, plan, caps,
                              "wgmma-ws 128x" + std::to_string(BN) +
                                  (kG > 0 ? " chunk-major x" + std::to_string(plan.p.ppg) : "") +
+                                 " sc" + std::to_string(kSC) +
                                  " stages" +
                                  std::to_string(plan.p.w_stages) + " hslots" +
                                  std::to_string(plan.p.h_slots));
@@ -438,7 +439,9 @@ void fwd_all(Problem<Tx, Tw>& P, const DevCaps& caps) {
   }
   if constexpr (sizeof(Tx) <= 4) {  // 16-bit, or float32 on TF32
     run_fwd_ws<Tx, Tw, 128, kXcl>(P, caps);
+    run_fwd_ws<Tx, Tw, 128, kXcl, 0, 2>(P, caps);
     run_fwd_ws<Tx, Tw, 64, kXcl>(P, caps);
+    run_fwd_ws<Tx, Tw, 64, kXcl, 0, 2>(P, caps);
     if constexpr (sizeof(Tx) == 4) run_fwd_ws<Tx, Tw, 32, kXcl>(P, caps);
     run_fwd_ws<Tx, Tw, 64, kXcl, 4>(P, caps);
   }
