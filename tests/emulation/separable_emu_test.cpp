@@ -438,11 +438,14 @@ void fwd_all(Problem<Tx, Tw>& P, const DevCaps& caps) {
     }
   }
   if constexpr (sizeof(Tx) <= 4) {  // 16-bit, or float32 on TF32
+    // Two-chunk steps on the tiles the library takes them on (BN 64 / 32).
     run_fwd_ws<Tx, Tw, 128, kXcl>(P, caps);
-    run_fwd_ws<Tx, Tw, 128, kXcl, 0, 2>(P, caps);
     run_fwd_ws<Tx, Tw, 64, kXcl>(P, caps);
     run_fwd_ws<Tx, Tw, 64, kXcl, 0, 2>(P, caps);
-    if constexpr (sizeof(Tx) == 4) run_fwd_ws<Tx, Tw, 32, kXcl>(P, caps);
+    if constexpr (sizeof(Tx) == 4) {
+      run_fwd_ws<Tx, Tw, 32, kXcl>(P, caps);
+      run_fwd_ws<Tx, Tw, 32, kXcl, 0, 2>(P, caps);
+    }
     run_fwd_ws<Tx, Tw, 64, kXcl, 4>(P, caps);
   }
 }
