@@ -196,8 +196,10 @@ KERNEL_CHOICES = {
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel_choice):
     """Every CUDA forward kernel of 16-bit x: on compute capability 9.0 the warp-specialised wgmma
-    kernel serves Cout > 128 (pass-major on BN 128 tiles where the h ring fits, else chunk-major
-    or BN 64); "cm" puts every case on the chunk-major form; SEPCONV1D_WGMMA=uniform selects
+    kernel serves Cout > 128 (pass-major on BN 128 tiles where the h ring fits, with the W loader
+    warpgroup, and two-chunk steps for channel-first x with an even chunk count, e.g. Cin 100 and
+    256; else chunk-major or BN 64); "sc1" keeps one chunk per step; "cm" puts every case on the
+    chunk-major form; SEPCONV1D_WGMMA=uniform selects
     the uniform wgmma kernel (stride 1) and SEPCONV1D_WGMMA=0 the mma.sync kernel. Odd Cin/Cout,
     ragged position tiles, K = 1 (no depthwise taps) to 31, stride 2, dilation 2, both layouts,
     batches of many items per block."""

@@ -151,7 +151,8 @@ bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
   using Tm = WsOperand<Tx>;
   run_fwd_plan<Tw, Tm, float, sizeof(Tm) == 4>(plan, x, src,
                                                sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC>,
-                                               kWsThreads, "sep_fwd_ws_kernel");
+                                               ws_threads(ws_has_loader<Tx, BN>(kG)),
+                                               "sep_fwd_ws_kernel");
   return true;
 }
 
@@ -234,11 +235,12 @@ bool launch_fwd_wg(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
                    bool xcl, WgMode mode) {
   if (mode == WgMode::kOff || g.out_channels <= 128) return false;
   if (mode == WgMode::kWarpSpecialised) {
-    // Pass-major: on BN 64 / 32 tiles two h chunks per consumer step where the chunk count is
-    // even and that plan fits (a step of one chunk is only 128 / 64 cycles of products per
-    // warpgroup, too short for its waits and W copy), else one. BN 128 keeps one: its 2-chunk plan
-    // has 2 W stages (the h ring takes the rest), and the seed lost 5% (csrc/NOTES.md
-    // "Seventeenth session"). SEPCONV1D_WS_SC=1, read per call: always one (comparisons, tests).
+    // Pass-major: two h chunks per consumer step where the chunk count is even and that plan fits
+    // (2 W stages; a step of one chunk is only 128 / 64 cycles of products per warpgroup on BN 64 /
+    // 32 tiles, too short for its waits and W copy), else one. On BN 128 tiles only for 16-bit
+    // channel-first x, whose kernel has the W loader: seed bf16 113.4 -> 109.0 us, while TF32 and
+    // channel-last lost (csrc/NOTES.md "Seventeenth session", "Nineteenth session").
+    // SEPCONV1D_WS_SC=1, read per call: always one (comparisons, tests).
     const char* env_sc = std::getenv("SEPCONV1D_WS_SC");
     const bool two_chunk_steps = env_sc == nullptr || std::atoi(env_sc) != 1;
     auto ws = [&](auto bn_c) {
@@ -246,6 +248,10 @@ bool launch_fwd_wg(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
       if constexpr (BN <= 64) {
         if (two_chunk_steps && (xcl ? launch_fwd_ws<Tx, Tw, BN, true, 0, 2>(x, y, g, src)
                                     : launch_fwd_ws<Tx, Tw, BN, false, 0, 2>(x, y, g, src))) {
+          return true;
+        }
+      } else if constexpr (sizeof(Tx) == 2) {
+        if (two_chunk_steps && !xcl && launch_fwd_ws<Tx, Tw, BN, false, 0, 2>(x, y, g, src)) {
           return true;
         }
       }

@@ -7,18 +7,25 @@
 //  - warps 0-7, two consumer warpgroups: per step (item, Cout pass, Cin chunk) wait for the h chunk
 //    and their half of the W stage, issue m64nBNk16 wgmmas on both from shared memory (rows
 //    [64 wn, 64 wn + 64) of the 128-row Cout tile), and once the previous step's products are
-//    done release its h slot (after the last Cout pass over it) and refill its W stage: thread 0
-//    of each warpgroup streams the warpgroup's rows of the pre-swizzled W (ws_w_index; 8 KB per
-//    chunk, kSC chunks per step) with one bulk copy per step, w_stages steps ahead, completing on
-//    the warpgroup's mbarrier.
+//    done release its h slot (after the last Cout pass over it) and its W stage. W is the
+//    pre-swizzled weight (ws_w_index; 8 KB per warpgroup and chunk, kSC chunks per step), one bulk
+//    copy per warpgroup part of a stage, w_stages steps ahead. With a loader (ws_has_loader:
+//    16-bit, pass-major, BN 128), thread 512 (the W loader warpgroup, warps 16-19; the
+//    rest of it exits) issues them: it waits for a stage to be released by both warpgroups
+//    (w_empty) and refills it (w_full), so the consumers only arrive (a copy's issue cost
+//    ~150-220 cycles, which the warpgroup's next products used to wait for). Without, thread 0 of
+//    each warpgroup refills its own part of the stage it releases (its own w_full barrier).
 //    The tile (+ folded bias) is stored from the accumulators at the end of a pass;
 //  - warps 8-15, two depthwise producer warpgroups: per (item, chunk), stage x and the depthwise
 //    weights with cp.async (one chunk ahead, two buffers; a named barrier among the producers),
 //    compute the depthwise chunk into a free h slot (h^T in the 128-byte swizzle; K = 3, 5, 7, 9
 //    with the taps unrolled at compile time), publish it (fence.proxy.async, one arrival per warp).
-// setmaxnreg splits the register file: 168 per consumer thread, 88 per producer thread (one warp
-// of each warpgroup per SM sub-partition: 2 x 168 + 2 x 88 = 512). Waits sleep on the mbarrier
-// (suspend-time hint) rather than spin, leaving issue slots to the producers.
+// setmaxnreg moves registers between the warpgroups through a per-CTA pool that holds only what
+// the CTA got at launch (ws_consumer_regs / ws_producer_regs): without a loader 168 per consumer
+// thread and 88 per producer thread (512 threads x 128 at launch = 128 x (2 x 168 + 2 x 88)), with
+// one 152, 72 and 32 for the loader warpgroup (640 x 96 = 128 x (2 x 152 + 2 x 72 + 32)). Waits
+// sleep on the mbarrier (suspend-time hint) rather than spin, leaving issue slots to the
+// producers.
 //
 // Pass-major (kG = 0): h slots form a ring of h_slots >= n_chunks (all chunks of an item stay while
 // its Cout passes read them; the spare slots let the producer run into the next item). Chunk-major
@@ -38,11 +45,26 @@ namespace sep {
 
 constexpr int kWsConsumers = 256;  // two warpgroups (warps 0-7)
 constexpr int kWsProducers = 256;  // two depthwise warpgroups (warps 8-15)
-constexpr int kWsThreads = kWsConsumers + kWsProducers;
-// Registers per thread after the roles split (setmaxnreg): each SM sub-partition holds one warp of
-// every warpgroup, 2 x 168 + 2 x 88 = 512 registers per lane slot (64 K per SM).
-constexpr int kWsConsumerRegs = 168;
-constexpr int kWsProducerRegs = 88;
+constexpr int kWsLoader = 128;     // the W loader warpgroup (warps 16-19, one thread), if any
+// Whether sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC> has the W loader warpgroup: 16-bit pass-major
+// kernels on BN 128 tiles, where it measured faster (seed bf16 123.8 -> 113.4 us with one-chunk
+// steps, 109.0 with two); TF32 and BN 64 two-chunk steps lost with it (Vocos TF32 198 -> 224 us,
+// Citrinet bf16 101 -> 108; csrc/NOTES.md "Nineteenth session").
+template <typename Tx, int BN>
+constexpr bool ws_has_loader(int kG) { return sizeof(Tx) == 2 && kG == 0 && BN == 128; }
+constexpr int ws_threads(bool loader) { return kWsConsumers + kWsProducers + (loader ? kWsLoader : 0); }
+// Registers per thread after the roles split (setmaxnreg). setmaxnreg.inc takes registers from a
+// per-CTA pool filled only by setmaxnreg.dec, so the roles must share what the CTA got at launch:
+// 512 threads x 128 = 128 x (2 x 168 + 2 x 88); with the loader 640 threads x 96 (20 warps: 5 per
+// 16 K sub-partition) = 128 x (2 x 152 + 2 x 72 + 32).
+constexpr int ws_consumer_regs(bool loader) { return loader ? 152 : 168; }
+constexpr int ws_producer_regs(bool loader) { return loader ? 72 : 88; }
+constexpr int kWsLoaderRegs = 32;
+static_assert(ws_threads(true) * 96 ==
+                  128 * (2 * ws_consumer_regs(true) + 2 * ws_producer_regs(true) + kWsLoaderRegs),
+              "register split with the loader");
+static_assert(ws_threads(false) * 128 == 128 * (2 * ws_consumer_regs(false) + 2 * ws_producer_regs(false)),
+              "register split without the loader");
 
 // GEMM operand type: x's own 16-bit type, or float (tf32-rounded) for float32 x with TF32 allowed.
 // BK is one 128-byte row: 64 16-bit or 32 tf32 channels.
@@ -61,7 +83,8 @@ using WsTile =
 // chunks of the warpgroup's rows, one bulk copy), issues kSC x BK / k16 wgmmas and releases the step
 // before: at kSC 2 the per-step waits, release and copy issue are spread over twice the products.
 template <typename Tx, int BN, bool kXcl, int kG = 0, int kSC = 1>
-__global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdParams p) {
+__global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
+    sep_fwd_ws_kernel(const FwdParams p) {
   static_assert(kSC == 1 || (kSC == 2 && kG == 0), "multi-chunk steps are pass-major only");
   using Tile = WsTile<Tx, BN>;
   using Tm = WsOperand<Tx>;
@@ -73,11 +96,17 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
   unsigned char* smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
   const int tid = threadIdx.x;
   const int S = p.w_stages, H = p.h_slots;
-  uint64_t* w_full = reinterpret_cast<uint64_t*>(smem + p.sm_bar);  // [warpgroup][stage]
+  constexpr bool kLoader = ws_has_loader<Tx, BN>(kG);  // W refilled by the loader (else by the consumers)
+  // 2 S W barriers: with the loader w_full[stage] then w_empty[stage], else w_full[warpgroup][stage].
+  uint64_t* w_full = reinterpret_cast<uint64_t*>(smem + p.sm_bar);
+  uint64_t* w_empty = w_full + S;
   uint64_t* h_full = w_full + 2 * S;
   uint64_t* h_empty = h_full + H;
   if (tid == 0) {
-    for (int s = 0; s < 2 * S; ++s) mbar_init(w_full + s, 1);  // expect_tx arrival + bytes
+    for (int s = 0; s < 2 * S; ++s) {
+      // w_full: the expect_tx arrival + bytes; w_empty: one arrival per consumer warpgroup.
+      mbar_init(w_full + s, kLoader && s >= S ? 2 : 1);
+    }
     for (int s = 0; s < H; ++s) {
       mbar_init(h_full + s, kWsProducers / 32);   // one arrival per producer warp
       mbar_init(h_empty + s, kWsConsumers / 32);  // one arrival per consumer warp
@@ -96,9 +125,49 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
     return reinterpret_cast<Tm*>(smem + opaque(p.sm_h + s * p.h_bytes));
   };
 
+  static_assert(BM == 2 * kWsRows, "");
+  constexpr int kChunkElems = kWsRows * BK;  // one chunk of a warpgroup's W rows
+  constexpr uint32_t kPartBytes = kSC * kChunkElems * sizeof(Tm);
+  // Warpgroup wn's W rows for chunks [k, k + kSC) of Cout tile mt: contiguous in ws_w_index's
+  // order (blocks of 64 rows ordered by (Cout tile, warpgroup half, chunk)).
+  auto w_src = [&](int mt, int half, int k) {
+    return static_cast<const Tm*>(p.wp) +
+           (static_cast<int64_t>(2 * mt + half) * n_chunks + k) * kChunkElems;
+  };
+
+  // ---- W loader ----------------------------------------------------------------------
+  if constexpr (kLoader) {
+    if (tid >= kWsConsumers + kWsProducers) {
+      set_max_regs<kWsLoaderRegs, false>();
+      if (tid == kWsConsumers + kWsProducers) {
+        // Steps in the consumers' order (item, pass, chunk step); a stage is refilled once both
+        // warpgroups have released its previous step.
+        int s = 0;
+        uint32_t round = 0;
+        for (int item = worker; item < p.n_items; item += p.n_workers) {
+          for (int ps = 0; ps < passes; ++ps) {
+            for (int k = 0; k < n_chunks; k += kSC) {
+              if (round > 0) mbar_wait(w_empty + s, (round - 1) & 1);
+              mbar_arrive_expect_tx(w_full + s, 2 * kPartBytes);
+              for (int half = 0; half < 2; ++half) {
+                bulk_copy_to_shared(smem + p.sm_w[0] + s * p.w_bytes + half * kPartBytes,
+                                    w_src(mt0 + ps, half, k), kPartBytes, w_full + s);
+              }
+              if (++s == S) {
+                s = 0;
+                ++round;
+              }
+            }
+          }
+        }
+      }
+      return;
+    }
+  }
+
   // ---- depthwise producer -----------------------------------------------------------------------
   if (tid >= kWsConsumers) {
-    set_max_regs<kWsProducerRegs, false>();
+    set_max_regs<ws_producer_regs(kLoader), false>();
     const int pt = tid - kWsConsumers;
     using Tacc = typename Tile::Tacc;
     auto xs = [&](int st) { return reinterpret_cast<Tx*>(smem + opaque(p.sm_x[st])); };
@@ -173,7 +242,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
   }
 
   // ---- consumers: wgmma and epilogue ------------------------------------------------------------
-  set_max_regs<kWsConsumerRegs, true>();
+  set_max_regs<ws_consumer_regs(kLoader), true>();
   constexpr int kAccRegs = Tile::kAccRegs;
   constexpr int kMB = Tile::kWgMB;
   constexpr int kPasses = kG > 0 ? kG : 1;  // Cout passes accumulated side by side
@@ -194,13 +263,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
       }
     }
   };
-  // W: this warpgroup's rows [64 wn, 64 wn + 64) of the Cout tile for the kSC chunks of each step
-  // (contiguous in ws_w_index's order), w_stages steps ahead, in part wn of the stage.
-  // load_w(stage) loads the next step not yet loaded into `stage`.
-  static_assert(BM == 2 * kWsRows, "");
-  constexpr int kChunkElems = kWsRows * BK;  // one chunk of a warpgroup's W rows
-  constexpr uint32_t kPartBytes = kSC * kChunkElems * sizeof(Tm);
-  uint64_t* w_full_wg = w_full + wn * S;
+  // W: this warpgroup's rows [64 wn, 64 wn + 64) of the Cout tile for the kSC chunks of each step,
+  // w_stages steps ahead, in part wn of the stage. Without the loader, load_w(stage) loads the
+  // next step not yet loaded into `stage` (this warpgroup's barrier w_full_wg[stage]).
+  uint64_t* w_full_wg = kLoader ? w_full : w_full + wn * S;
   const bool w_issuer = (tid & 127) == 0;
   // wg_gemm_chunk offsets W by a warpgroup's rows within a [BM][BK] tile; each stage part holds
   // this warpgroup's rows only, so it is given wn = 0. Fence and commit once per step.
@@ -210,16 +276,14 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
   auto w_part = [&](int stage) {
     return reinterpret_cast<const Tm*>(smem + opaque(p.sm_w[0] + stage * p.w_bytes + wn * kPartBytes));
   };
-  const Tm* wp = static_cast<const Tm*>(p.wp) + wn * static_cast<int64_t>(n_chunks) * kChunkElems;
-  int ld_item = worker, ld_ps = 0, ld_k = 0;  // the next step to load
-  // Step order: pass-major (item, pass, chunk); chunk-major (item, chunk, pass).
+  int ld_item = worker, ld_ps = 0, ld_k = 0;  // the next step to load (without the loader)
+  // Step order: pass-major (item, pass, chunk step); chunk-major (item, chunk, pass).
   auto load_w = [&](int stage) {
     if (ld_item >= p.n_items) return;
     if (w_issuer) {
-      const Tm* src = wp + (static_cast<int64_t>(2 * (mt0 + ld_ps)) * n_chunks + ld_k) * kChunkElems;
       mbar_arrive_expect_tx(w_full_wg + stage, kPartBytes);
-      bulk_copy_to_shared(smem + p.sm_w[0] + stage * p.w_bytes + wn * kPartBytes, src, kPartBytes,
-                          w_full_wg + stage);
+      bulk_copy_to_shared(smem + p.sm_w[0] + stage * p.w_bytes + wn * kPartBytes,
+                          w_src(mt0 + ld_ps, wn, ld_k), kPartBytes, w_full_wg + stage);
     }
     if constexpr (kG > 0) {
       if (++ld_ps == passes) {
@@ -239,14 +303,21 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
       }
     }
   };
-  for (int st = 0; st < S; ++st) load_w(st);
-  // A step's buffers go back once its products are done: its W stage is refilled, its h slot
-  // released after the last Cout pass over it (one arrival per consumer warp). wgmma is a
-  // warpgroup operation: once any warp's wait_group returns, the warpgroup's products are done.
+  if constexpr (!kLoader) {
+    for (int st = 0; st < S; ++st) load_w(st);
+  }
+  // A step's buffers go back once its products are done: its W stage is released (to the loader)
+  // or refilled, its h slot released after the last Cout pass over it (one arrival per consumer
+  // warp). wgmma is a warpgroup operation: once any warp's wait_group returns, the warpgroup's
+  // products are done.
   const bool arriver = (tid & 31) == 0;
   auto next_slot = [&](int h) { return h + 1 == H ? 0 : h + 1; };
   auto release = [&](int w_stage, int h_slot, bool last_pass) {
-    load_w(w_stage);
+    if constexpr (kLoader) {
+      if (w_issuer) mbar_arrive(w_empty + w_stage);
+    } else {
+      load_w(w_stage);
+    }
     if (arriver && last_pass) {
       mbar_arrive(h_empty + h_slot);
       if constexpr (kSC == 2) mbar_arrive(h_empty + next_slot(h_slot));
@@ -345,7 +416,11 @@ __global__ void __launch_bounds__(kWsThreads, 1) sep_fwd_ws_kernel(const FwdPara
       wg_wait<0>(acc);
       release(prev_w, prev_h, prev_last);
       prev_w = -1;
-      wg_store_tile<Tx, BM, BN>(p, acc, bias_pre, b, j0, m0, tid);
+      // 16-bit: the epilogue's per-thread index maths from an opaque tid, so that ptxas does not
+      // hoist it out of the item loop and hold it in registers through the products (seed bf16
+      // 123.3 -> 117.5 us; TF32 shapes lost 2-5% with it: csrc/NOTES.md "Nineteenth session").
+      const int et = sizeof(Tx) == 2 ? opaque(tid) : tid;
+      wg_store_tile<Tx, BM, BN>(p, acc, bias_pre, b, j0, m0, et);
     }
     hs0 += n_chunks;  // n_chunks <= H
     if (hs0 >= H) {

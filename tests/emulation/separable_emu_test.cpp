@@ -286,7 +286,8 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
                      P.dw.data(), c.dwb ? P.dwb.data() : nullptr, false);
   using Tm = WsOperand<Tx>;
   sepemu::launch(sep_prep_kernel<Tw, Tm, float, sizeof(Tm) == 4>, plan.prep_blocks, 256, 0, plan.pp);
-  sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC>, plan.blocks, kWsThreads,
+  sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC>, plan.blocks,
+                 ws_threads(ws_has_loader<Tx, BN>(kG)),
                  size_t(plan.smem), plan.p);
   check_fwd<Tx, Tw, sizeof(Tm) == 4 ? kGemmTf32 : kGemmWg>(P, y, kXcl, plan, caps,
                              "wgmma-ws 128x" + std::to_string(BN) +
@@ -442,6 +443,7 @@ void fwd_all(Problem<Tx, Tw>& P, const DevCaps& caps) {
     run_fwd_ws<Tx, Tw, 128, kXcl>(P, caps);
     run_fwd_ws<Tx, Tw, 64, kXcl>(P, caps);
     run_fwd_ws<Tx, Tw, 64, kXcl, 0, 2>(P, caps);
+    if constexpr (sizeof(Tx) == 2 && !kXcl) run_fwd_ws<Tx, Tw, 128, kXcl, 0, 2>(P, caps);
     if constexpr (sizeof(Tx) == 4) {
       run_fwd_ws<Tx, Tw, 32, kXcl>(P, caps);
       run_fwd_ws<Tx, Tw, 32, kXcl, 0, 2>(P, caps);
