@@ -547,6 +547,10 @@ int main(int argc, char** argv) {
       // at an odd word pitch, not by 16-byte copies).
       {4, {2, 40, 260, 400, 9, 2, 1, 4, 4, false, 0, true, true, 40}},
       {0, {2, 70, 300, 512, 5, 1, 3, 6, 6, false, 0, true, true, 41}},
+      // Two-chunk steps on BN 128 with the W loader (16-bit channel-first, an even chunk count):
+      // 2 and 4 chunks, a ragged position tile and Cout tile.
+      {0, {2, 100, 260, 300, 9, 1, 1, 4, 4, false, 0, true, true, 42}},
+      {2, {1, 200, 300, 520, 5, 1, 1, 2, 2, false, 0, true, true, 43}},
   };
   std::mt19937_64 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
