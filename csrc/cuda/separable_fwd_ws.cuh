@@ -10,9 +10,9 @@
 //    done release its h slot (after the last Cout pass over it) and its W stage. W is the
 //    pre-swizzled weight (ws_w_index; 8 KB per warpgroup and chunk, kSC chunks per step), one bulk
 //    copy per warpgroup part of a stage, w_stages steps ahead. With a loader (ws_has_loader:
-//    16-bit, pass-major, BN 128), thread 512 (the W loader warpgroup, warps 16-19; the
-//    rest of it exits) issues them: it waits for a stage to be released by both warpgroups
-//    (w_empty) and refills it (w_full), so the consumers only arrive (a copy's issue cost
+//    16-bit, pass-major), one thread per consumer warpgroup in the W loader warpgroup (warps
+//    16-19; the rest of it exits) issues them: it waits for its warpgroup's release of a stage
+//    part (w_empty) and refills it (w_full), so the consumers only arrive (a copy's issue cost
 //    ~150-220 cycles, which the warpgroup's next products used to wait for). Without, thread 0 of
 //    each warpgroup refills its own part of the stage it releases (its own w_full barrier).
 //    The tile (+ folded bias) is stored from the accumulators at the end of a pass;
@@ -45,13 +45,15 @@ namespace sep {
 
 constexpr int kWsConsumers = 256;  // two warpgroups (warps 0-7)
 constexpr int kWsProducers = 256;  // two depthwise warpgroups (warps 8-15)
-constexpr int kWsLoader = 128;     // the W loader warpgroup (warps 16-19, one thread), if any
+constexpr int kWsLoader = 128;     // the W loader warpgroup (warps 16-19, two threads), if any
+// W barriers per stage: full and empty, per consumer warpgroup (empty used with the loader).
+constexpr int kWsWBarriers = 4;
 // Whether sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC> has the W loader warpgroup: 16-bit pass-major
-// kernels on BN 128 tiles, where it measured faster (seed bf16 123.8 -> 113.4 us with one-chunk
-// steps, 109.0 with two); TF32 and BN 64 two-chunk steps lost with it (Vocos TF32 198 -> 224 us,
-// Citrinet bf16 101 -> 108; csrc/NOTES.md "Nineteenth session").
+// kernels, where it measured faster (seed bf16 123.8 -> 113.4 us with one-chunk steps, 109.0 with
+// two; Vocos bf16 74.3 -> 68.1); TF32 kernels lost 1.5-6% with it (csrc/NOTES.md "Nineteenth
+// session").
 template <typename Tx, int BN>
-constexpr bool ws_has_loader(int kG) { return sizeof(Tx) == 2 && kG == 0 && BN == 128; }
+constexpr bool ws_has_loader(int kG) { return sizeof(Tx) == 2 && kG == 0; }
 constexpr int ws_threads(bool loader) { return kWsConsumers + kWsProducers + (loader ? kWsLoader : 0); }
 // Registers per thread after the roles split (setmaxnreg). setmaxnreg.inc takes registers from a
 // per-CTA pool filled only by setmaxnreg.dec, so the roles must share what the CTA got at launch:
@@ -97,16 +99,15 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
   const int tid = threadIdx.x;
   const int S = p.w_stages, H = p.h_slots;
   constexpr bool kLoader = ws_has_loader<Tx, BN>(kG);  // W refilled by the loader (else by the consumers)
-  // 2 S W barriers: with the loader w_full[stage] then w_empty[stage], else w_full[warpgroup][stage].
+  // W barriers per consumer warpgroup and stage (kWsWBarriers x S): w_full[wn][stage] (the
+  // expect_tx arrival + bytes), then, used with the loader, w_empty[wn][stage] (the warpgroup's
+  // release).
   uint64_t* w_full = reinterpret_cast<uint64_t*>(smem + p.sm_bar);
-  uint64_t* w_empty = w_full + S;
-  uint64_t* h_full = w_full + 2 * S;
+  uint64_t* w_empty = w_full + 2 * S;
+  uint64_t* h_full = w_full + kWsWBarriers * S;
   uint64_t* h_empty = h_full + H;
   if (tid == 0) {
-    for (int s = 0; s < 2 * S; ++s) {
-      // w_full: the expect_tx arrival + bytes; w_empty: one arrival per consumer warpgroup.
-      mbar_init(w_full + s, kLoader && s >= S ? 2 : 1);
-    }
+    for (int s = 0; s < kWsWBarriers * S; ++s) mbar_init(w_full + s, 1);
     for (int s = 0; s < H; ++s) {
       mbar_init(h_full + s, kWsProducers / 32);   // one arrival per producer warp
       mbar_init(h_empty + s, kWsConsumers / 32);  // one arrival per consumer warp
@@ -139,20 +140,25 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
   if constexpr (kLoader) {
     if (tid >= kWsConsumers + kWsProducers) {
       set_max_regs<kWsLoaderRegs, false>();
-      if (tid == kWsConsumers + kWsProducers) {
-        // Steps in the consumers' order (item, pass, chunk step); a stage is refilled once both
-        // warpgroups have released its previous step.
+      // Lane 0 of warps 16 and 17 each refill one consumer warpgroup's part of the stages, so a
+      // warpgroup's next W never waits for the other warpgroup's release (with one thread
+      // refilling whole stages after both releases, Vocos TF32 took 224 us instead of 191).
+      const int lt = tid - kWsConsumers - kWsProducers;
+      if (lt == 0 || lt == 32) {
+        const int half = lt >> 5;
+        uint64_t* wf = w_full + half * S;
+        uint64_t* we = w_empty + half * S;
+        // Steps in the consumers' order (item, pass, chunk step); a part is refilled once its
+        // warpgroup has released the part's previous step.
         int s = 0;
         uint32_t round = 0;
         for (int item = worker; item < p.n_items; item += p.n_workers) {
           for (int ps = 0; ps < passes; ++ps) {
             for (int k = 0; k < n_chunks; k += kSC) {
-              if (round > 0) mbar_wait(w_empty + s, (round - 1) & 1);
-              mbar_arrive_expect_tx(w_full + s, 2 * kPartBytes);
-              for (int half = 0; half < 2; ++half) {
-                bulk_copy_to_shared(smem + p.sm_w[0] + s * p.w_bytes + half * kPartBytes,
-                                    w_src(mt0 + ps, half, k), kPartBytes, w_full + s);
-              }
+              if (round > 0) mbar_wait(we + s, (round - 1) & 1);
+              mbar_arrive_expect_tx(wf + s, kPartBytes);
+              bulk_copy_to_shared(smem + p.sm_w[0] + s * p.w_bytes + half * kPartBytes,
+                                  w_src(mt0 + ps, half, k), kPartBytes, wf + s);
               if (++s == S) {
                 s = 0;
                 ++round;
@@ -266,7 +272,7 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
   // W: this warpgroup's rows [64 wn, 64 wn + 64) of the Cout tile for the kSC chunks of each step,
   // w_stages steps ahead, in part wn of the stage. Without the loader, load_w(stage) loads the
   // next step not yet loaded into `stage` (this warpgroup's barrier w_full_wg[stage]).
-  uint64_t* w_full_wg = kLoader ? w_full : w_full + wn * S;
+  uint64_t* w_full_wg = w_full + wn * S;
   const bool w_issuer = (tid & 127) == 0;
   // wg_gemm_chunk offsets W by a warpgroup's rows within a [BM][BK] tile; each stage part holds
   // this warpgroup's rows only, so it is given wn = 0. Fence and commit once per step.
@@ -314,7 +320,7 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
   auto next_slot = [&](int h) { return h + 1 == H ? 0 : h + 1; };
   auto release = [&](int w_stage, int h_slot, bool last_pass) {
     if constexpr (kLoader) {
-      if (w_issuer) mbar_arrive(w_empty + w_stage);
+      if (w_issuer) mbar_arrive(w_empty + wn * S + w_stage);
     } else {
       load_w(w_stage);
     }
