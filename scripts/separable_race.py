@@ -24,6 +24,7 @@ def main() -> None:
     for dtype in (torch.bfloat16, torch.float16, torch.float32):
         for channels_last in (False, True):
             # 32 x 200 x 1000, 300 output channels: enough position tiles for one group of Cout tiles.
+            # Channel-first rows of 1000 are 16-byte aligned: the producers' x comes by tensor map.
             if channels_last:
                 x = torch.randn(32, 1000, 200, device="cuda", dtype=dtype).transpose(1, 2)
             else:

@@ -180,29 +180,32 @@ def _check_forward_cases(cases, dtype, device, tolerance):
 # Kernel choices of the CUDA forward tests, as environment settings read per call: the default
 # selection; the warp-specialised kernel's chunk-major form first (BN 64 x 4 Cout passes); its
 # pass-major form with one h chunk per consumer step (the default takes two on BN 64 / 32 tiles
-# where the chunk count is even); its pass-major form only, on BN 32 tiles; the uniform wgmma
-# kernel; the mma.sync kernels.
+# where the chunk count is even); its pass-major form only, on BN 32 tiles; x staged by cp.async
+# where a tensor map would do; the uniform wgmma kernel; the mma.sync kernels.
 KERNEL_CHOICES = {
     "1": {"SEPCONV1D_WGMMA": "1"},
     "cm": {"SEPCONV1D_WGMMA": "1", "SEPCONV1D_WS_CM": "1"},
     "sc1": {"SEPCONV1D_WGMMA": "1", "SEPCONV1D_WS_SC": "1"},
     "bn32": {"SEPCONV1D_WGMMA": "1", "SEPCONV1D_WS_CM": "0", "SEPCONV1D_WS_BN": "32"},
+    "noxtma": {"SEPCONV1D_WGMMA": "1", "SEPCONV1D_WS_XTMA": "0"},
     "uniform": {"SEPCONV1D_WGMMA": "uniform"},
     "0": {"SEPCONV1D_WGMMA": "0"},
 }
 
 
-@pytest.mark.parametrize("kernel_choice", ["1", "cm", "sc1", "uniform", "0"])
+@pytest.mark.parametrize("kernel_choice", ["1", "cm", "sc1", "noxtma", "uniform", "0"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel_choice):
     """Every CUDA forward kernel of 16-bit x: on compute capability 9.0 the warp-specialised wgmma
     kernel serves Cout > 128 (pass-major on BN 128 tiles where the h ring fits, with the W loader
     warpgroup, and two-chunk steps for channel-first x with an even chunk count, e.g. Cin 100 and
     256; else chunk-major or BN 64); "sc1" keeps one chunk per step; "cm" puts every case on the
-    chunk-major form; SEPCONV1D_WGMMA=uniform selects
+    chunk-major form; "noxtma" stages x by cp.async where a tensor map would do;
+    SEPCONV1D_WGMMA=uniform selects
     the uniform wgmma kernel (stride 1) and SEPCONV1D_WGMMA=0 the mma.sync kernel. Odd Cin/Cout,
     ragged position tiles, K = 1 (no depthwise taps) to 31, stride 2, dilation 2, both layouts,
-    batches of many items per block."""
+    batches of many items per block; rows of 1032 / 2048 positions (16-byte aligned: the
+    warp-specialised producers stage x through a tensor map) and odd ones (cp.async)."""
     if device != "cuda":
         pytest.skip("CUDA kernel selection")
     for name, value in KERNEL_CHOICES[kernel_choice].items():
@@ -210,11 +213,12 @@ def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel
     cases = [(100, 257, 9, 1031, 1, 1, "contiguous"), (256, 512, 31, 700, 1, 1, "channels_last"),
              (64, 130, 1, 129, 1, 1, "contiguous"), (200, 300, 5, 4100, 1, 2, "channels_last"),
              (1030, 260, 11, 301, 1, 1, "contiguous"), (1024, 1024, 7, 250, 1, 1, "channels_last"),
-             (256, 640, 5, 3001, 2, 1, "contiguous"), (2048, 384, 3, 517, 1, 1, "contiguous")]
+             (256, 640, 5, 3001, 2, 1, "contiguous"), (2048, 384, 3, 517, 1, 1, "contiguous"),
+             (100, 257, 9, 1032, 1, 1, "contiguous"), (200, 300, 5, 2048, 1, 2, "contiguous")]
     _check_forward_cases(cases, dtype, device, tolerance_for(dtype))
 
 
-@pytest.mark.parametrize("kernel_choice", ["1", "cm", "sc1", "bn32", "0"])
+@pytest.mark.parametrize("kernel_choice", ["1", "cm", "sc1", "bn32", "noxtma", "0"])
 def test_tf32_forward_kernels_match_reference(device, monkeypatch, kernel_choice):
     """float32 x with TF32 allowed: on compute capability 9.0 the warp-specialised wgmma kernel
     (tf32 operands) serves Cout > 128: pass-major where the h ring of BN 128 fits, else

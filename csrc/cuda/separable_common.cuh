@@ -379,6 +379,21 @@ struct DwStage {
   static constexpr int kTpr = NT >= CH ? NT / CH : 1;
   static constexpr int kRowStep = NT / kTpr;
 
+  // Issues (cp.async, uncommitted) the staging of the chunk's depthwise weights.
+  __device__ static void load_weights(const DwParams& d, int c0, Tacc* dws, int tid) {
+    const int r0 = tid / kTpr;
+    const int v0 = tid % kTpr;
+    const int vpr = d.kp * static_cast<int>(sizeof(Tacc)) / 16;
+    constexpr int kElPerVec = 16 / static_cast<int>(sizeof(Tacc));
+    for (int r = r0; r < CH; r += kRowStep) {
+      const Tacc* src = static_cast<const Tacc*>(d.dwp) + static_cast<int64_t>(c0 + r) * d.kp;
+      Tacc* dst = dws + r * d.dwpitch;
+      for (int v = v0; v < vpr; v += kTpr) {
+        cp_async16(dst + v * kElPerVec, src + v * kElPerVec, 16);
+      }
+    }
+  }
+
   // Issues (cp.async, uncommitted) or performs the staging of x and the depthwise weights.
   // p0 = j0 * stride - pad_left: input position of window element 0.
   __device__ static void load(const DwParams& d, int64_t b, int c0, int64_t p0, int off, Tx* xs,
@@ -387,17 +402,7 @@ struct DwStage {
     const int cvalid = min(CH, d.cin - c0);  // may be <= 0 only for padded channel tiles
     const int r0 = tid / kTpr;
     const int v0 = tid % kTpr;
-    {
-      const int vpr = d.kp * static_cast<int>(sizeof(Tacc)) / 16;
-      constexpr int kElPerVec = 16 / static_cast<int>(sizeof(Tacc));
-      for (int r = r0; r < CH; r += kRowStep) {
-        const Tacc* src = static_cast<const Tacc*>(d.dwp) + static_cast<int64_t>(c0 + r) * d.kp;
-        Tacc* dst = dws + r * d.dwpitch;
-        for (int v = v0; v < vpr; v += kTpr) {
-          cp_async16(dst + v * kElPerVec, src + v * kElPerVec, 16);
-        }
-      }
-    }
+    load_weights(d, c0, dws, tid);
     // Source of zero-byte cp.async copies: any valid global address (x may be empty).
     const Tx* dummy = static_cast<const Tx*>(d.dwp);
     const Tx* xb = static_cast<const Tx*>(d.x) + b * d.xsb;

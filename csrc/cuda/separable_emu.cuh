@@ -62,6 +62,8 @@
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
+#undef __grid_constant__
+#define __grid_constant__
 
 struct SepEmuDim3 {
   unsigned x = 0, y = 0, z = 0;

@@ -32,6 +32,8 @@
 // before a tile is stored); at least 3 h slots, so no slot is rewritten while a GEMM reads it.
 #pragma once
 
+#include <cuda.h>  // CUtensorMap (the type only: maps are encoded through the runtime's driver entry point)
+
 #include "common/dispatch.h"
 #include "cuda/separable_common.cuh"
 
@@ -63,7 +65,11 @@ struct FwdParams {
   int sm_w[2], sm_x[2], sm_dw[2], sm_h;
   int w_bytes;    // wgmma: bytes per W stage; stage s at sm_w[0] + s * w_bytes (kWStages stages)
   int w_stages;   // warp-specialised: W stages in the ring
-  int sm_bar;     // warp-specialised: the mbarriers (W full / empty, h full / empty)
+  int sm_bar;     // warp-specialised: the mbarriers (W full / empty, h full / empty, x full)
+  // Warp-specialised kernels with kXTma: the producers' x windows come by the copy engine through
+  // x_map, a 3-d tiled tensor map over x's (L, Cin, batch) with box xpitch x BK x 1 (positions and
+  // channels outside x read as zeros), encoded by the host (ws_x_map_fits).
+  CUtensorMap x_map;
 };
 
 // Compile-time tile geometry shared by the kernel and the host plan.

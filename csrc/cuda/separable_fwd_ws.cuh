@@ -17,7 +17,8 @@
 //    each warpgroup refills its own part of the stage it releases (its own w_full barrier).
 //    The tile (+ folded bias) is stored from the accumulators at the end of a pass;
 //  - warps 8-15, two depthwise producer warpgroups: per (item, chunk), stage x and the depthwise
-//    weights with cp.async (one chunk ahead, two buffers; a named barrier among the producers),
+//    weights with cp.async (one chunk ahead, two buffers; a named barrier among the producers; with
+//    kXTma x instead by one tensor-map copy per chunk, completing an x_full mbarrier),
 //    compute the depthwise chunk into a free h slot (h^T in the 128-byte swizzle; K = 3, 5, 7, 9
 //    with the taps unrolled at compile time), publish it (fence.proxy.async, one arrival per warp).
 // setmaxnreg moves registers between the warpgroups through a per-CTA pool that holds only what
@@ -38,6 +39,10 @@
 #include "common/dispatch.h"
 #include "cuda/separable_fwd.cuh"
 #include "cuda/separable_wgmma.cuh"
+
+#ifdef SEP_EMULATE
+#include <vector>
+#endif
 
 namespace sepconv1d {
 namespace cuda {
@@ -68,6 +73,32 @@ static_assert(ws_threads(true) * 96 ==
 static_assert(ws_threads(false) * 128 == 128 * (2 * ws_consumer_regs(false) + 2 * ws_producer_regs(false)),
               "register split without the loader");
 
+// x staging barriers (x_full per buffer, used by the kXTma kernels).
+constexpr int kWsXBarriers = 2;
+
+// The producers' x window of one chunk: channels [c0, c0 + CH) x positions [pos0, pos0 + xpitch)
+// of batch b, row c at dst + c * xpitch, zeros outside x; by the copy engine through p.x_map,
+// completing bar's transaction bytes (the caller expects them).
+template <typename Tx, int CH>
+__device__ __forceinline__ void load_x_box(const FwdParams& p, Tx* dst, int64_t pos0, int c0,
+                                           int64_t b, uint64_t* bar) {
+#ifdef SEP_EMULATE
+  // The tensor map's semantics, built on the host and handed over as one bulk copy.
+  const int w = p.dw.xpitch;
+  std::vector<Tx> box(static_cast<size_t>(CH) * w, Tx(0.0f));
+  const Tx* x = static_cast<const Tx*>(p.dw.x) + b * p.dw.xsb;
+  for (int c = 0; c < CH && c0 + c < p.dw.cin; ++c) {
+    for (int i = 0; i < w; ++i) {
+      const int64_t pos = pos0 + i;
+      if (pos >= 0 && pos < p.dw.L) box[static_cast<size_t>(c) * w + i] = x[(c0 + c) * p.dw.xsc + pos];
+    }
+  }
+  bulk_copy_to_shared(dst, box.data(), static_cast<uint32_t>(box.size() * sizeof(Tx)), bar);
+#else
+  bulk_load_tile_3d(dst, &p.x_map, static_cast<int>(pos0), c0, static_cast<int>(b), bar);
+#endif
+}
+
 // GEMM operand type: x's own 16-bit type, or float (tf32-rounded) for float32 x with TF32 allowed.
 // BK is one 128-byte row: 64 16-bit or 32 tf32 channels.
 template <typename Tx>
@@ -84,10 +115,14 @@ using WsTile =
 // kSC (pass-major only): h chunks per consumer step. Each step waits once for its W stage (kSC
 // chunks of the warpgroup's rows, one bulk copy), issues kSC x BK / k16 wgmmas and releases the step
 // before: at kSC 2 the per-step waits, release and copy issue are spread over twice the products.
-template <typename Tx, int BN, bool kXcl, int kG = 0, int kSC = 1>
+// kXTma (channel-first pass-major only; the host checks ws_x_map_fits and encodes p.x_map): x by
+// the copy engine through the tensor map (seed bf16 109 -> 99 us). A template parameter, not a
+// run-time flag: with the flag the other kernels lost 2-11% (a TF32 producer spilled).
+template <typename Tx, int BN, bool kXcl, int kG = 0, int kSC = 1, bool kXTma = false>
 __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
-    sep_fwd_ws_kernel(const FwdParams p) {
+    sep_fwd_ws_kernel(const __grid_constant__ FwdParams p) {
   static_assert(kSC == 1 || (kSC == 2 && kG == 0), "multi-chunk steps are pass-major only");
+  static_assert(!kXTma || (!kXcl && kG == 0), "x by tensor map: channel-first, pass-major");
   using Tile = WsTile<Tx, BN>;
   using Tm = WsOperand<Tx>;
   constexpr int BM = Tile::BM, BK = Tile::BK;
@@ -106,12 +141,14 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
   uint64_t* w_empty = w_full + 2 * S;
   uint64_t* h_full = w_full + kWsWBarriers * S;
   uint64_t* h_empty = h_full + H;
+  uint64_t* x_full = h_empty + H;  // [2]: x staging buffer st loaded (kXTma)
   if (tid == 0) {
     for (int s = 0; s < kWsWBarriers * S; ++s) mbar_init(w_full + s, 1);
     for (int s = 0; s < H; ++s) {
       mbar_init(h_full + s, kWsProducers / 32);   // one arrival per producer warp
       mbar_init(h_empty + s, kWsConsumers / 32);  // one arrival per consumer warp
     }
+    for (int st = 0; st < kWsXBarriers; ++st) mbar_init(x_full + st, 1);
     mbar_init_fence();
   }
   __syncthreads();  // the last block-wide barrier: the roles below never meet again
@@ -188,14 +225,26 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
       const int b = item / p.n_lt;
       return ItemPos{b, static_cast<int64_t>(item - b * p.n_lt) * BN * p.dw.stride - p.dw.pad_left};
     };
+    // kXTma: the window is one tensor-map copy issued by thread 0 (the per-thread cp.async loop
+    // and its address maths took ~20% of these warps' time at the seed); the weights stay
+    // cp.async. Same layout either way: row c at xs + c * xpitch from position p0 - off.
     auto load_x = [&](const ItemPos& ip, int k, int st) {
-      Dw::load(p.dw, ip.b, k * BK, ip.p0, Dw::offset(p.dw, ip.b, k * BK, ip.p0), xs(st), dws(st),
-               pt);
+      const int off = Dw::offset(p.dw, ip.b, k * BK, ip.p0);
+      if constexpr (kXTma) {
+        Dw::load_weights(p.dw, k * BK, dws(st), pt);
+        if (pt == 0) {
+          mbar_arrive_expect_tx(x_full + st, static_cast<uint32_t>(BK * p.dw.xpitch * sizeof(Tx)));
+          load_x_box<Tx, BK>(p, xs(st), ip.p0 - off, k * BK, ip.b, x_full + st);
+        }
+      } else {
+        Dw::load(p.dw, ip.b, k * BK, ip.p0, off, xs(st), dws(st), pt);
+      }
     };
     int item = worker, k = 0, st = 0;
     ItemPos cur = pos_of(item);
     int s = 0;
     uint32_t round = 0;
+    uint32_t x_uses = 0;  // kXTma: chunks staged so far (buffer st = x_uses % 2, its use x_uses / 2)
     load_x(cur, k, st);
     cp_async_commit();
     while (true) {
@@ -212,6 +261,10 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
       }
       if (item2 < p.n_items) load_x(nxt, k2, st ^ 1);
       cp_async_commit();
+      if constexpr (kXTma) {
+        mbar_wait(x_full + st, (x_uses >> 1) & 1);
+        ++x_uses;
+      }
       if (round > 0) mbar_wait(h_empty + s, (round - 1) & 1);
       const int off = Dw::offset(p.dw, cur.b, k * BK, cur.p0);
       auto depthwise = [&](auto kc) {

@@ -326,7 +326,7 @@ inline bool place_ws_smem(FwdPlan& out, int64_t stages, int64_t slots, int64_t w
   p.h_slots = static_cast<int>(slots);
   p.h_bytes = static_cast<int>(h_bytes);
   p.sm_h = place(slots * h_bytes);
-  p.sm_bar = place(8 * (kWsWBarriers * stages + 2 * slots));
+  p.sm_bar = place(8 * (kWsWBarriers * stages + 2 * slots + kWsXBarriers));
   if (off > limit) return false;
   out.smem = off + 1024;
   out.blocks_per_sm = 1;  // the warp-specialised kernel's launch bounds
@@ -361,7 +361,10 @@ bool plan_fwd_ws(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, in
   auto slots_for = [&](int64_t s) {  // most h slots (<= 2 n_chunks) next to s W stages, or 0
     const int64_t room = limit - fixed - s * w_tile;
     for (int64_t h = std::min<int64_t>(2 * n_chunks, room / h_bytes); h >= n_chunks; --h) {
-      if (s * w_tile + fixed + h * h_bytes + al(8 * (kWsWBarriers * s + 2 * h)) <= limit) return h;
+      if (s * w_tile + fixed + h * h_bytes + al(8 * (kWsWBarriers * s + 2 * h + kWsXBarriers)) <=
+          limit) {
+        return h;
+      }
     }
     return int64_t{0};
   };
@@ -379,6 +382,15 @@ bool plan_fwd_ws(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, in
   if (slots == 0 || !place_ws_smem(out, stages, slots, w_tile, h_bytes, limit)) return false;
   out.pp.ws_tiles = Tile::BK;
   return true;
+}
+
+// Whether the warp-specialised producers may stage x through a tensor map (the kXTma kernels; the
+// host then encodes FwdParams::x_map): pass-major, channel-first rows 16-byte aligned (the layout
+// of the 16-byte staging, which the box reproduces), a window of at most 256 positions (a box
+// dimension's limit).
+template <bool kXcl, int kG>
+bool ws_x_map_fits(const FwdParams& p) {
+  return !kXcl && kG == 0 && p.dw.vec_load == kLoadVec16 && p.dw.xpitch <= 256;
 }
 
 // The warp-specialised forward, chunk-major (sep_fwd_ws_kernel<..., kG>): for shapes whose h ring

@@ -139,6 +139,22 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
   __trap();
 #endif
 }
+// The box of a 3-d tiled tensor map (kernel parameter space, __grid_constant__) at coordinates
+// (c0, c1, c2) -> shared memory (dense, 128-byte aligned) by the copy engine, counted as
+// transaction bytes on bar; elements outside the tensor read as zeros.
+__device__ __forceinline__ void bulk_load_tile_3d(void* dst, const void* map, int c0, int c1, int c2,
+                                                  uint64_t* bar) {
+#if SEP_WGMMA_OK
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3, %4}], [%5];\n" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_u32(bar))
+      : "memory");
+#else
+  (void)dst, (void)map, (void)c0, (void)c1, (void)c2, (void)bar;
+  __trap();
+#endif
+}
 // Raises (kInc) or lowers this warpgroup's register budget per thread to N (setmaxnreg; every
 // warp of the warpgroup executes it).
 template <int N, bool kInc>

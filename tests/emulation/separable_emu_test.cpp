@@ -281,18 +281,28 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
              : !plan_fwd_ws<Tx, BN, kXcl, kSC>(g, P.x.view(), y.ptr(), y.sb, y.sc, y.sl, caps, plan)) {
     return;
   }
+  // Where x's tensor map fits, the host encodes it and runs the kXTma kernel (launch_fwd_ws); the
+  // emulated copy reads x directly with the map's semantics.
+  const bool x_tma = ws_x_map_fits<kXcl, kG>(plan.p);
   Buf ws(plan.ws_bytes);
   bind_fwd_workspace(plan, ws.p, P.pw.data(), c.Cin, 1, c.pwb ? P.pwb.data() : nullptr,
                      P.dw.data(), c.dwb ? P.dwb.data() : nullptr, false);
   using Tm = WsOperand<Tx>;
   sepemu::launch(sep_prep_kernel<Tw, Tm, float, sizeof(Tm) == 4>, plan.prep_blocks, 256, 0, plan.pp);
-  sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC>, plan.blocks,
-                 ws_threads(ws_has_loader<Tx, BN>(kG)),
-                 size_t(plan.smem), plan.p);
+  if constexpr (!kXcl && kG == 0) {
+    if (x_tma) {
+      sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true>, plan.blocks,
+                     ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(plan.smem), plan.p);
+    }
+  }
+  if (!x_tma) {
+    sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC>, plan.blocks,
+                   ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(plan.smem), plan.p);
+  }
   check_fwd<Tx, Tw, sizeof(Tm) == 4 ? kGemmTf32 : kGemmWg>(P, y, kXcl, plan, caps,
                              "wgmma-ws 128x" + std::to_string(BN) +
                                  (kG > 0 ? " chunk-major x" + std::to_string(plan.p.ppg) : "") +
-                                 " sc" + std::to_string(kSC) +
+                                 " sc" + std::to_string(kSC) + (x_tma ? " xtma" : "") +
                                  " stages" +
                                  std::to_string(plan.p.w_stages) + " hslots" +
                                  std::to_string(plan.p.h_slots));
