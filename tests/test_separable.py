@@ -239,6 +239,32 @@ def test_tf32_forward_kernels_match_reference(device, monkeypatch, kernel_choice
     _check_forward_cases(cases, torch.float32, device, TF32_TOLERANCE)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_producer_window_offsets_match_reference(device, monkeypatch, dtype):
+    """The warp-specialised forward on 16-byte-aligned channel-first rows fixes the kernel size (3,
+    5, 7, 9) and the window's offset within the 16-byte vector (left padding mod 8 for 16-bit x,
+    mod 4 for float32) once per kernel, not per chunk: every pair of them here, with the x tensor
+    map and with cp.async staging, against float64 (float32 on TF32)."""
+    if device != "cuda":
+        pytest.skip("CUDA kernel selection")
+    torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py
+    tolerance = TF32_TOLERANCE if dtype == torch.float32 else tolerance_for(dtype)
+    length, cin, cout = 1024, 72, 200
+    x = make_activation(_batch_for_one_group(length), cin, length, dtype, device, "contiguous")
+    for staging in ("1", "0"):
+        monkeypatch.setenv("SEPCONV1D_WGMMA", "1")
+        monkeypatch.setenv("SEPCONV1D_WS_XTMA", staging)
+        for kernel_size in (3, 5, 7, 9):
+            dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, dtype, device, True, True)
+            for pad_left in range(8):
+                pads = (pad_left, (pad_left * 3) % 5)
+                ref = reference_separable(x, dw, dwb, pw, pwb, 1, *pads, 1)
+                poison_allocator(device, ref.numel() * x.element_size())
+                out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding=pads)
+                assert_close_to_reference(out, ref, tolerance,
+                                          f"K={kernel_size} pads={pads} tensor map={staging}")
+
+
 def test_tf32_backward_matches_reference(device):
     """float32 with TF32 allowed, Cout = 1536 (Vocos-like): all five gradients against float64 at
     TF32-level error (on CUDA both backward GEMMs run on cuBLAS with TF32 compute)."""

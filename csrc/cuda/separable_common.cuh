@@ -556,6 +556,38 @@ struct DwStage {
     }
   }
 
+  // The warp-specialised producers' depthwise of one chunk with what their loop fixes known at
+  // compile time: kModeVec with K = KC, window offset OFF, no bias and no clip (the forward's h),
+  // transposed h. NT is a multiple of CH, so a thread keeps channel c = tid % CH (its x row and
+  // weights) for all its items. Outputs t and t + 8 of an item share a swizzled column (the
+  // swizzle repeats every 8 rows): 8 column addresses per item, the rows as immediate offsets
+  // (put_run worked out all 16 stores' addresses: ~37 of the item's 243 instructions).
+  static constexpr bool kFixedOk = kHT && !kXcl && NT % CH == 0 && TT % 8 == 0 && NPOS % TT == 0;
+  template <int KC, int OFF>
+  __device__ static void compute_fixed(const DwParams& d, const Tx* xs, const Tacc* dws, Tm* hs,
+                                       int tid) {
+    static_assert(kFixedOk, "");
+    constexpr int kE = 16 / static_cast<int>(sizeof(Tm));
+    tid = opaque(tid);
+    const int c = tid % CH;
+    const Tx* row = xs + c * d.xpitch;
+    const Tacc* wrow = dws + c * d.dwpitch;
+#pragma unroll 1
+    for (int jb = (tid / CH) * TT; jb < NPOS; jb += (NT / CH) * TT) {
+      Tacc acc[TT];
+#pragma unroll
+      for (int t = 0; t < TT; ++t) acc[t] = Tacc(0);
+      dw_item_vec_k<OFF, KC, Tx, Tacc>(row, wrow, jb, acc);
+      Tm* rows = hs + jb * CH;  // jb % 8 == 0: row jb + t has swizzle phase t % 8
+#pragma unroll
+      for (int t8 = 0; t8 < 8; ++t8) {
+        Tm* col = rows + (c ^ (t8 * kE));
+#pragma unroll
+        for (int t = t8; t < TT; t += 8) col[t * CH] = narrow_to<Tm, kTf32>(acc[t]);
+      }
+    }
+  }
+
   // h chunk -> hs. c0: first channel (for the bias); nvalid: outputs >= nvalid are stored as 0.
   // KC > 0: d.K == KC, known at compile time (kModeVec only; see dw_item_vec_k).
   // kBiasClip false: the forward's h, which feeds only the product (its bias is folded into the

@@ -228,8 +228,7 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
     // kXTma: the window is one tensor-map copy issued by thread 0 (the per-thread cp.async loop
     // and its address maths took ~20% of these warps' time at the seed); the weights stay
     // cp.async. Same layout either way: row c at xs + c * xpitch from position p0 - off.
-    auto load_x = [&](const ItemPos& ip, int k, int st) {
-      const int off = Dw::offset(p.dw, ip.b, k * BK, ip.p0);
+    auto load_x = [&](const ItemPos& ip, int k, int st, int off) {
       if constexpr (kXTma) {
         Dw::load_weights(p.dw, k * BK, dws(st), pt);
         if (pt == 0) {
@@ -240,63 +239,100 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
         Dw::load(p.dw, ip.b, k * BK, ip.p0, off, xs(st), dws(st), pt);
       }
     };
-    int item = worker, k = 0, st = 0;
-    ItemPos cur = pos_of(item);
-    int s = 0;
-    uint32_t round = 0;
-    uint32_t x_uses = 0;  // kXTma: chunks staged so far (buffer st = x_uses % 2, its use x_uses / 2)
-    load_x(cur, k, st);
-    cp_async_commit();
-    while (true) {
-      cp_async_wait_all();
-      // Every producer's part of X(item, k) has landed, and all finished the previous chunk (so
-      // the other x buffer is free).
-      named_bar_sync(1, kWsProducers);
-      int item2 = item, k2 = k + 1;
-      ItemPos nxt = cur;
-      if (k2 == n_chunks) {
-        k2 = 0;
-        item2 += p.n_workers;
-        if (item2 < p.n_items) nxt = pos_of(item2);
-      }
-      if (item2 < p.n_items) load_x(nxt, k2, st ^ 1);
-      cp_async_commit();
-      if constexpr (kXTma) {
-        mbar_wait(x_full + st, (x_uses >> 1) & 1);
-        ++x_uses;
-      }
-      if (round > 0) mbar_wait(h_empty + s, (round - 1) & 1);
-      const int off = Dw::offset(p.dw, cur.b, k * BK, cur.p0);
-      auto depthwise = [&](auto kc) {
-        Dw::template compute<decltype(kc)::value, false>(p.dw, xs(st), dws(st), h_slot_ptr(s),
-                                                         off, k * BK, BN, pt);
-      };
-      // The common kernel sizes with the taps unrolled at compile time (the depthwise bounds
-      // this kernel: these warps must keep up with the tensor cores).
-      if constexpr (!kXcl) {
-        if (p.dw.mode == kModeVec) {
-          dispatch_producer_kernel_size(p.dw.K, depthwise);
+    // The chunk loop. KC > 0 (kXTma kernels only): kernel size KC and window offset OFF fixed for
+    // the whole loop, so no chunk dispatches them again (the per-chunk kernel-size and offset
+    // dispatch took ~12% of these warps' samples at the seed); KC == 0: both read per chunk.
+    // Inlined by force: left to itself nvcc called the KC == 0 loop as a function, and the call
+    // cost every warpgroup of the kernel ~380 B of stack and spills.
+    auto chunk_loop = [&](auto kc, auto offc) __attribute__((always_inline)) {
+      constexpr int KC = decltype(kc)::value, OFF = decltype(offc)::value;
+      auto off_of = [&](const ItemPos& ip, int k) {
+        if constexpr (KC > 0) {
+          return OFF;
         } else {
-          depthwise(std::integral_constant<int, 0>{});
+          return Dw::offset(p.dw, ip.b, k * BK, ip.p0);
         }
-      } else {
-        depthwise(std::integral_constant<int, 0>{});
+      };
+      int item = worker, k = 0, st = 0;
+      ItemPos cur = pos_of(item);
+      int s = 0;
+      uint32_t round = 0;
+      uint32_t x_uses = 0;  // kXTma: chunks staged (buffer st = x_uses % 2, its use x_uses / 2)
+      load_x(cur, k, st, off_of(cur, k));
+      cp_async_commit();
+      while (true) {
+        cp_async_wait_all();
+        // Every producer's part of X(item, k) has landed, and all finished the previous chunk (so
+        // the other x buffer is free).
+        named_bar_sync(1, kWsProducers);
+        int item2 = item, k2 = k + 1;
+        ItemPos nxt = cur;
+        if (k2 == n_chunks) {
+          k2 = 0;
+          item2 += p.n_workers;
+          if (item2 < p.n_items) nxt = pos_of(item2);
+        }
+        if (item2 < p.n_items) load_x(nxt, k2, st ^ 1, off_of(nxt, k2));
+        cp_async_commit();
+        if constexpr (kXTma) {
+          mbar_wait(x_full + st, (x_uses >> 1) & 1);
+          ++x_uses;
+        }
+        if (round > 0) mbar_wait(h_empty + s, (round - 1) & 1);
+        if constexpr (KC > 0) {
+          Dw::template compute_fixed<KC, OFF>(p.dw, xs(st), dws(st), h_slot_ptr(s), pt);
+        } else {
+          const int off = off_of(cur, k);
+          auto depthwise = [&](auto kc2) {
+            Dw::template compute<decltype(kc2)::value, false>(p.dw, xs(st), dws(st), h_slot_ptr(s),
+                                                              off, k * BK, BN, pt);
+          };
+          // The common kernel sizes with the taps unrolled at compile time (the depthwise bounds
+          // this kernel: these warps must keep up with the tensor cores).
+          if constexpr (!kXcl) {
+            if (p.dw.mode == kModeVec) {
+              dispatch_producer_kernel_size(p.dw.K, depthwise);
+            } else {
+              depthwise(std::integral_constant<int, 0>{});
+            }
+          } else {
+            depthwise(std::integral_constant<int, 0>{});
+          }
+        }
+        // h stores (generic proxy) before the wgmma reads (async proxy); the warp's stores are
+        // ordered before its arrival by the warp barrier.
+        fence_proxy_async();
+        __syncwarp();
+        if ((pt & 31) == 0) mbar_arrive(h_full + s);
+        if (++s == H) {
+          s = 0;
+          ++round;
+        }
+        item = item2;
+        cur = nxt;
+        k = k2;
+        st ^= 1;
+        if (item >= p.n_items) break;
       }
-      // h stores (generic proxy) before the wgmma reads (async proxy); the warp's stores are
-      // ordered before its arrival by the warp barrier.
-      fence_proxy_async();
-      __syncwarp();
-      if ((pt & 31) == 0) mbar_arrive(h_full + s);
-      if (++s == H) {
-        s = 0;
-        ++round;
+    };
+    if constexpr (kXTma && Dw::kFixedOk) {
+      // 16-byte rows: the offset p0 mod kV is that of every item (p0 = item position x BN x stride
+      // - pad_left, and BN x stride is a multiple of kV), so K and it are dispatched once.
+      static_assert(BN % Dw::kV == 0, "items start at a multiple of the staging vector");
+      const int K = p.dw.K;
+      if (p.dw.mode == kModeVec && (K == 3 || K == 5 || K == 7 || K == 9)) {
+        const int off0 = Dw::offset(p.dw, 0, 0, pos_of(worker).p0);
+        auto with_k = [&](auto kc) {
+          if constexpr (decltype(kc)::value > 0) {  // always: K is one of the four
+            auto with_off = [&](auto offc) { chunk_loop(kc, offc); };
+            static_switch<0, Dw::kV>(off0, with_off);
+          }
+        };
+        dispatch_producer_kernel_size(K, with_k);
+        return;
       }
-      item = item2;
-      cur = nxt;
-      k = k2;
-      st ^= 1;
-      if (item >= p.n_items) break;
     }
+    chunk_loop(std::integral_constant<int, 0>{}, std::integral_constant<int, 0>{});
     return;
   }
 
