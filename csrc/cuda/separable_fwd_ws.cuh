@@ -511,10 +511,11 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
       wg_wait<0>(acc);
       release(prev_w, prev_h, prev_last);
       prev_w = -1;
-      // 16-bit: the epilogue's per-thread index maths from an opaque tid, so that ptxas does not
-      // hoist it out of the item loop and hold it in registers through the products (seed bf16
-      // 123.3 -> 117.5 us; TF32 shapes lost 2-5% with it: csrc/NOTES.md "Nineteenth session").
-      const int et = sizeof(Tx) == 2 ? opaque(tid) : tid;
+      // 16-bit and kXTma: the epilogue's per-thread index maths from an opaque tid, so that ptxas
+      // does not hoist it out of the item loop and hold it in registers through the products
+      // (seed bf16 123.3 -> 117.5 us; the other TF32 kernels lost 2-5% with it: csrc/NOTES.md
+      // "Nineteenth session"; the TF32 kXTma kernel spilled 48 B without it).
+      const int et = (sizeof(Tx) == 2 || kXTma) ? opaque(tid) : tid;
       wg_store_tile<Tx, BM, BN>(p, acc, bias_pre, b, j0, m0, et);
     }
     hs0 += n_chunks;  // n_chunks <= H
