@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from reference import (
@@ -181,27 +183,30 @@ def _check_forward_cases(cases, dtype, device, tolerance):
 # selection; the warp-specialised kernel's chunk-major form first (BN 64 x 4 Cout passes); its
 # pass-major form with one h chunk per consumer step (the default takes two on BN 64 / 32 tiles
 # where the chunk count is even); its pass-major form only, on BN 32 tiles; x staged by cp.async
-# where a tensor map would do; the uniform wgmma kernel; the mma.sync kernels.
+# where a tensor map would do; the depthwise on the CUDA cores where the tensor-core one would
+# do; the uniform wgmma kernel; the mma.sync kernels.
 KERNEL_CHOICES = {
     "1": {"SEPCONV1D_WGMMA": "1"},
     "cm": {"SEPCONV1D_WGMMA": "1", "SEPCONV1D_WS_CM": "1"},
     "sc1": {"SEPCONV1D_WGMMA": "1", "SEPCONV1D_WS_SC": "1"},
     "bn32": {"SEPCONV1D_WGMMA": "1", "SEPCONV1D_WS_CM": "0", "SEPCONV1D_WS_BN": "32"},
     "noxtma": {"SEPCONV1D_WGMMA": "1", "SEPCONV1D_WS_XTMA": "0"},
+    "nodwmma": {"SEPCONV1D_WGMMA": "1", "SEPCONV1D_WS_DWMMA": "0"},
     "uniform": {"SEPCONV1D_WGMMA": "uniform"},
     "0": {"SEPCONV1D_WGMMA": "0"},
 }
 
 
-@pytest.mark.parametrize("kernel_choice", ["1", "cm", "sc1", "noxtma", "uniform", "0"])
+@pytest.mark.parametrize("kernel_choice", ["1", "cm", "sc1", "noxtma", "nodwmma", "uniform", "0"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel_choice):
     """Every CUDA forward kernel of 16-bit x: on compute capability 9.0 the warp-specialised wgmma
     kernel serves Cout > 128 (pass-major on BN 128 tiles where the h ring fits, with the W loader
     warpgroup, and two-chunk steps for channel-first x with an even chunk count, e.g. Cin 100 and
-    256; else chunk-major or BN 64); "sc1" keeps one chunk per step; "cm" puts every case on the
-    chunk-major form; "noxtma" stages x by cp.async where a tensor map would do;
-    SEPCONV1D_WGMMA=uniform selects
+    256; else chunk-major or BN 64; where x comes by tensor map and K <= 9, the depthwise on the
+    tensor cores); "sc1" keeps one chunk per step; "cm" puts every case on the chunk-major form;
+    "noxtma" stages x by cp.async where a tensor map would do; "nodwmma" keeps the depthwise on
+    the CUDA cores; SEPCONV1D_WGMMA=uniform selects
     the uniform wgmma kernel (stride 1) and SEPCONV1D_WGMMA=0 the mma.sync kernel. Odd Cin/Cout,
     ragged position tiles, K = 1 (no depthwise taps) to 31, stride 2, dilation 2, both layouts,
     batches of many items per block; rows of 1032 / 2048 positions (16-byte aligned: the
@@ -239,30 +244,39 @@ def test_tf32_forward_kernels_match_reference(device, monkeypatch, kernel_choice
     _check_forward_cases(cases, torch.float32, device, TF32_TOLERANCE)
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 def test_producer_window_offsets_match_reference(device, monkeypatch, dtype):
     """The warp-specialised forward on 16-byte-aligned channel-first rows fixes the kernel size (3,
     5, 7, 9) and the window's offset within the 16-byte vector (left padding mod 8 for 16-bit x,
-    mod 4 for float32) once per kernel, not per chunk: every pair of them here, with the x tensor
-    map and with cp.async staging, against float64 (float32 on TF32)."""
+    mod 4 for float32) once per kernel, not per chunk; with 16-bit weights its producers run the
+    depthwise on the tensor cores where K + (offset mod 2) <= 9 (by default not for K 3 and 5,
+    whose compiled FFMA loops are faster; SEPCONV1D_WS_DWMMA=1 forces it). Every pair of kernel
+    size (1 to 9) and offset here, with the x tensor map (tensor-core depthwise forced on, off)
+    and with cp.async staging, on 64- and 128-position tiles, against float64 (float32 on
+    TF32)."""
     if device != "cuda":
         pytest.skip("CUDA kernel selection")
     torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py
     tolerance = TF32_TOLERANCE if dtype == torch.float32 else tolerance_for(dtype)
     length, cin, cout = 1024, 72, 200
     x = make_activation(_batch_for_one_group(length), cin, length, dtype, device, "contiguous")
-    for staging in ("1", "0"):
-        monkeypatch.setenv("SEPCONV1D_WGMMA", "1")
+    monkeypatch.setenv("SEPCONV1D_WGMMA", "1")
+    for staging, dw_mma, max_bn in (("1", "1", "128"), ("1", "1", "64"), ("1", "0", "128"),
+                                    ("0", "1", "128")):
         monkeypatch.setenv("SEPCONV1D_WS_XTMA", staging)
-        for kernel_size in (3, 5, 7, 9):
+        monkeypatch.setenv("SEPCONV1D_WS_DWMMA", dw_mma)
+        monkeypatch.setenv("SEPCONV1D_WS_BN", max_bn)
+        monkeypatch.setenv("SEPCONV1D_WS_CM", "0")
+        for kernel_size in range(1, 10):
             dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, dtype, device, True, True)
             for pad_left in range(8):
                 pads = (pad_left, (pad_left * 3) % 5)
                 ref = reference_separable(x, dw, dwb, pw, pwb, 1, *pads, 1)
                 poison_allocator(device, ref.numel() * x.element_size())
                 out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding=pads)
-                assert_close_to_reference(out, ref, tolerance,
-                                          f"K={kernel_size} pads={pads} tensor map={staging}")
+                assert_close_to_reference(
+                    out, ref, tolerance,
+                    f"K={kernel_size} pads={pads} tensor map={staging} dw mma={dw_mma} BN<={max_bn}")
 
 
 def test_tf32_backward_matches_reference(device):
@@ -488,6 +502,31 @@ def test_wgmma_kernel_runs_on_sm90(device):
     names = [e.name for e in prof.events() if "sep_fwd_" in e.name]
     assert names, "no separable forward kernel was recorded"
     assert all("sep_fwd_ws_kernel<__nv_bfloat16, 128," in n for n in names), names
+
+
+@pytest.mark.parametrize("wdtype", [torch.bfloat16, torch.float32])
+def test_tensor_core_depthwise_runs_with_16_bit_weights(device, wdtype):
+    """On compute capability 9.0 the seed-like bf16 forward runs its depthwise on the tensor cores
+    (the kernel's last template argument, kDwMma) when the depthwise weights are bf16, and on the
+    CUDA cores when they are float32 (rounding them to bf16 would lose precision); both against
+    float64."""
+    if device != "cuda" or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs a compute capability 9.0 GPU")
+    x = make_activation(4, 256, 4096, torch.bfloat16, device)
+    dw, dwb, pw, pwb = _weights(256, 512, 9, wdtype, device, True, True)
+    ref = reference_separable(x, dw, dwb, pw, pwb, 1, 4, 4, 1)
+    poison_allocator(device, ref.numel() * x.element_size())
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
+        torch.cuda.synchronize()
+    assert_close_to_reference(out, ref, tolerance_for(torch.bfloat16), f"weights {wdtype}")
+    names = [e.name for e in prof.events() if "sep_fwd_ws_kernel" in e.name]
+    assert names, "no warp-specialised forward kernel was recorded"
+    # The last two template arguments, kXTma and kDwMma: both true, or the tensor map alone.
+    tails = [re.search(r"sep_fwd_ws_kernel<([^>]*)>", n).group(1).replace(" ", "").split(",")[-2:]
+             for n in names]
+    want = ["true", "true" if wdtype == torch.bfloat16 else "false"]
+    assert all(t == want for t in tails), names
 
 
 def test_tf32_setting_is_obeyed(device):

@@ -588,6 +588,76 @@ struct DwStage {
     }
   }
 
+  // The warp-specialised producers' depthwise of one chunk on the tensor cores: 16-bit x whose
+  // depthwise weights have x's type (so rounding them to it is exact), kModeVec (stride 1,
+  // dilation 1) with K + (off & 1) <= 9 (mma_dw_fits). A channel's NPOS <= 128 outputs are one
+  // m16n8k16 product H = X D with H[i][j] = h[8 i + j]: row i of X is the 16-element window
+  // row[8 i + off_a ..] (off_a = off rounded down to even: 4-byte fragment loads), and D[m][j] =
+  // w[m - j - sh] (sh = off & 1) is the band of the K taps, zero elsewhere. Warp wp takes channels
+  // [8 wp, 8 wp + 8); a lane then holds those 8 channels at 4 positions and stores each position's
+  // 8 channels as one 16-byte unit of the transposed h row (2 bank wavefronts per quarter warp).
+  // Per 128 outputs of a channel: 4 fragment loads of x, 4 of taps, 1 MMA, 4 packs and half a
+  // store, where compute_fixed spends ~60 instructions (144 FFMA per 16 outputs and thread).
+  // The MMA multiplies every element of X by D, zeros included: a non-finite x element turns the
+  // outputs of its 16-element windows into NaN, not only those whose taps reach it (as the
+  // block-Toeplitz depthwise kernels of depthwise_tc.cuh).
+  static constexpr bool kMmaOk = kHT && !kXcl && sizeof(Tx) == 2 && std::is_same_v<Tm, Tx> &&
+                                 CH == 64 && NT == 256 && (NPOS == 128 || NPOS == 64);
+  __device__ static uint32_t pack2(float lo, float hi) {
+    return static_cast<uint32_t>(bits16(narrow_to<Tm, false>(lo))) |
+           (static_cast<uint32_t>(bits16(narrow_to<Tm, false>(hi))) << 16);
+  }
+  __device__ static uint32_t ld_pair(const Tx* p) { return *reinterpret_cast<const uint32_t*>(p); }
+  __device__ static void compute_mma(const DwParams& d, const Tx* xs, const Tacc* dws, Tm* hs,
+                                     int off, int tid) {
+    static_assert(kMmaOk, "");
+    const int wp = tid >> 5, lane = tid & 31, g = lane >> 2, q = lane & 3;
+    const int sh = off & 1;
+    // Taps of the lane's B fragment: b0, b1 = D[2q][g], D[2q + 1][g]; b2, b3 = D[2q + 8][g],
+    // D[2q + 9][g].
+    int tix[4];
+    bool tv[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int t = 2 * q - g - sh + (e & 1) + 8 * (e >> 1);
+      tv[e] = t >= 0 && t < d.K;
+      tix[e] = tv[e] ? t : 0;
+    }
+    const Tx* xrow = xs + (8 * wp) * d.xpitch + (off - sh) + 8 * g + 2 * q;
+    const Tacc* wrow = dws + (8 * wp) * d.dwpitch;
+    float acc[8][4];
+#pragma unroll
+    for (int ci = 0; ci < 8; ++ci) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[ci][r] = 0.0f;
+      const Tx* row = xrow + ci * d.xpitch;
+      // A fragment: rows g, g + 8 of X, columns 2q, 2q + 1 (a0, a1) and 2q + 8, 2q + 9 (a2, a3).
+      uint32_t a[4];
+      a[0] = ld_pair(row);
+      a[2] = ld_pair(row + 8);
+      if constexpr (NPOS > 64) {
+        a[1] = ld_pair(row + 64);
+        a[3] = ld_pair(row + 72);
+      } else {
+        a[1] = a[3] = 0u;  // rows 8-15 (outputs 64-127) are not stored
+      }
+      const Tacc* w = wrow + ci * d.dwpitch;
+      float bv[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) bv[e] = tv[e] ? w[tix[e]] : 0.0f;
+      const uint32_t b[2] = {pack2(bv[0], bv[1]), pack2(bv[2], bv[3])};
+      mma_16816<Tm>(acc[ci], a, b);
+    }
+    // acc[ci][r]: channel 8 wp + ci at output 8g + 2q + (r & 1) + 64 (r >> 1).
+#pragma unroll
+    for (int r = 0; r < (NPOS > 64 ? 4 : 2); ++r) {
+      const int jj = 8 * g + 2 * q + (r & 1) + 64 * (r >> 1);
+      const uint4 v = make_uint4(pack2(acc[0][r], acc[1][r]), pack2(acc[2][r], acc[3][r]),
+                                 pack2(acc[4][r], acc[5][r]), pack2(acc[6][r], acc[7][r]));
+      *reinterpret_cast<uint4*>(hs + jj * CH + 8 * (wp ^ (jj & 7))) = v;
+    }
+  }
+
   // h chunk -> hs. c0: first channel (for the bias); nvalid: outputs >= nvalid are stored as 0.
   // KC > 0: d.K == KC, known at compile time (kModeVec only; see dw_item_vec_k).
   // kBiasClip false: the forward's h, which feeds only the product (its bias is folded into the

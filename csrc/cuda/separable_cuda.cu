@@ -126,6 +126,18 @@ bool encode_x_map(FwdParams& p, int64_t batch, int box_ch) {
                 CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// Whether the warp-specialised producers run the depthwise on the tensor cores where mma_dw_fits.
+// Its cost does not depend on K, the FFMA loop's does: K 3 and 5 have compiled FFMA loops that are
+// cheaper (seed bf16, device time: K 3 92.0 us FFMA / 94.4 tensor cores, K 5 95.3 / 96.0), K 7
+// and 9 do not (97.9 / 95.8, 97.6 / 94.3), and other K take the FFMA loop with run-time taps
+// (K 4 100.0 / 95.1); csrc/NOTES.md, twenty-third session. SEPCONV1D_WS_DWMMA (read per call:
+// comparisons, tests): "0" never, "1" wherever it fits.
+bool dw_mma_chosen(int64_t kernel_size) {
+  const char* env = std::getenv("SEPCONV1D_WS_DWMMA");
+  if (env != nullptr && *env != '\0') return std::atoi(env) != 0;
+  return kernel_size != 3 && kernel_size != 5;
+}
+
 // ---- forward -----------------------------------------------------------------------------------
 
 // Source of the pointwise weights / biases of one fused GEMM launch. pw element (o, c) at
@@ -200,6 +212,14 @@ bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
   const int threads = ws_threads(ws_has_loader<Tx, BN>(kG));
   if constexpr (!kXcl && kG == 0) {
     if (ws_x_map_fits<kXcl, kG>(plan.p) && encode_x_map<Tx>(plan.p, g.batch, WsTile<Tx, BN>::BK)) {
+      if constexpr (sizeof(Tx) == 2 && std::is_same_v<Tx, Tw> && (BN == 128 || BN == 64)) {
+        if (mma_dw_fits<Tx, Tw, BN>(plan.p) && dw_mma_chosen(g.kernel_size)) {
+          run_fwd_plan<Tw, Tm, float, false>(plan, x, src,
+                                             sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true>,
+                                             threads, "sep_fwd_ws_kernel");
+          return true;
+        }
+      }
       run_fwd_plan<Tw, Tm, float, sizeof(Tm) == 4>(
           plan, x, src, sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true>, threads, "sep_fwd_ws_kernel");
       return true;

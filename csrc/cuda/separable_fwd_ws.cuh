@@ -118,7 +118,10 @@ using WsTile =
 // kXTma (channel-first pass-major only; the host checks ws_x_map_fits and encodes p.x_map): x by
 // the copy engine through the tensor map (seed bf16 109 -> 99 us). A template parameter, not a
 // run-time flag: with the flag the other kernels lost 2-11% (a TF32 producer spilled).
-template <typename Tx, int BN, bool kXcl, int kG = 0, int kSC = 1, bool kXTma = false>
+// kDwMma (kXTma kernels of 16-bit x with weights of x's type; the host checks mma_dw_fits): the
+// producers run the depthwise on the tensor cores (DwStage::compute_mma) instead of FFMAs.
+template <typename Tx, int BN, bool kXcl, int kG = 0, int kSC = 1, bool kXTma = false,
+          bool kDwMma = false>
 __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
     sep_fwd_ws_kernel(const __grid_constant__ FwdParams p) {
   static_assert(kSC == 1 || (kSC == 2 && kG == 0), "multi-chunk steps are pass-major only");
@@ -127,6 +130,7 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
   using Tm = WsOperand<Tx>;
   constexpr int BM = Tile::BM, BK = Tile::BK;
   using Dw = DwStage<Tx, Tm, Tile::kTf32, BK, BN, Tile::HP, kXcl, Tile::kItemT, true, kWsProducers>;
+  static_assert(!kDwMma || (kXTma && Dw::kMmaOk), "tensor-core depthwise: 16-bit kXTma kernels");
 
   SEP_DYNAMIC_SMEM(smem_raw);
   // wgmma's swizzle atoms need 1024-byte-aligned buffers: the plan adds 1024 bytes of slack.
@@ -239,9 +243,11 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
         Dw::load(p.dw, ip.b, k * BK, ip.p0, off, xs(st), dws(st), pt);
       }
     };
+    int mma_off = 0;  // kDwMma: the window offset of every item
     // The chunk loop. KC > 0 (kXTma kernels only): kernel size KC and window offset OFF fixed for
     // the whole loop, so no chunk dispatches them again (the per-chunk kernel-size and offset
-    // dispatch took ~12% of these warps' samples at the seed); KC == 0: both read per chunk.
+    // dispatch took ~12% of these warps' samples at the seed); KC == 0: both read per chunk;
+    // KC < 0 (kDwMma): the tensor-core depthwise, at the window offset mma_off of every item.
     // Inlined by force: left to itself nvcc called the KC == 0 loop as a function, and the call
     // cost every warpgroup of the kernel ~380 B of stack and spills.
     auto chunk_loop = [&](auto kc, auto offc) __attribute__((always_inline)) {
@@ -249,6 +255,8 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
       auto off_of = [&](const ItemPos& ip, int k) {
         if constexpr (KC > 0) {
           return OFF;
+        } else if constexpr (KC < 0) {
+          return mma_off;
         } else {
           return Dw::offset(p.dw, ip.b, k * BK, ip.p0);
         }
@@ -281,6 +289,8 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
         if (round > 0) mbar_wait(h_empty + s, (round - 1) & 1);
         if constexpr (KC > 0) {
           Dw::template compute_fixed<KC, OFF>(p.dw, xs(st), dws(st), h_slot_ptr(s), pt);
+        } else if constexpr (KC < 0) {
+          Dw::compute_mma(p.dw, xs(st), dws(st), h_slot_ptr(s), mma_off, pt);
         } else {
           const int off = off_of(cur, k);
           auto depthwise = [&](auto kc2) {
@@ -315,7 +325,13 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
         if (item >= p.n_items) break;
       }
     };
-    if constexpr (kXTma && Dw::kFixedOk) {
+    if constexpr (kDwMma) {
+      // Every item starts at a multiple of 8 positions (BN x stride), so the offset is that of
+      // the first (the host checked mma_dw_fits with it).
+      mma_off = Dw::offset(p.dw, 0, 0, pos_of(worker).p0);
+      chunk_loop(std::integral_constant<int, -1>{}, std::integral_constant<int, 0>{});
+      return;
+    } else if constexpr (kXTma && Dw::kFixedOk) {
       // 16-byte rows: the offset p0 mod kV is that of every item (p0 = item position x BN x stride
       // - pad_left, and BN x stride is a multiple of kV), so K and it are dispatched once.
       static_assert(BN % Dw::kV == 0, "items start at a multiple of the staging vector");

@@ -393,6 +393,22 @@ bool ws_x_map_fits(const FwdParams& p) {
   return !kXcl && kG == 0 && p.dw.vec_load == kLoadVec16 && p.dw.xpitch <= 256;
 }
 
+// Whether a kXTma kernel's producers may run the depthwise on the tensor cores
+// (sep_fwd_ws_kernel<..., kDwMma>, DwStage::compute_mma): 16-bit x with depthwise weights of the
+// same type (exact as MMA operands; float32 weights keep the FFMA depthwise), 64- or 128-position
+// tiles, stride 1 and dilation 1 (kModeVec), and the K taps plus the window offset's parity
+// within the 16 columns of one m16n8k16 product (every item has the offset of item 0: BN x stride
+// is a multiple of 8).
+template <typename Tx, typename Tw, int BN>
+bool mma_dw_fits(const FwdParams& p) {
+  if constexpr (sizeof(Tx) != 2 || !std::is_same_v<Tx, Tw> || (BN != 128 && BN != 64)) {
+    return false;
+  } else {
+    const int64_t off = (-static_cast<int64_t>(p.dw.pad_left)) & 7;
+    return p.dw.mode == kModeVec && p.dw.K >= 1 && p.dw.K + (off & 1) <= 9;
+  }
+}
+
 // The warp-specialised forward, chunk-major (sep_fwd_ws_kernel<..., kG>): for shapes whose h ring
 // does not fit at BN 128 (Cin 1024 in TF32, Cin 512 with a long window). Blocks take (item, group
 // of kG Cout tiles); h streams through kCmHSlots slots and the rest of the shared memory holds W

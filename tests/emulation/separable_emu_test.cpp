@@ -289,23 +289,36 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
                      P.dw.data(), c.dwb ? P.dwb.data() : nullptr, false);
   using Tm = WsOperand<Tx>;
   sepemu::launch(sep_prep_kernel<Tw, Tm, float, sizeof(Tm) == 4>, plan.prep_blocks, 256, 0, plan.pp);
+  // With depthwise weights of x's 16-bit type the host runs the tensor-core depthwise
+  // (mma_dw_fits; kDwMma); the FFMA kXTma kernel, which float32 weights take, runs here as well.
+  const bool dw_mma = x_tma && mma_dw_fits<Tx, Tw, BN>(plan.p);
+  const std::string name = "wgmma-ws 128x" + std::to_string(BN) +
+                           (kG > 0 ? " chunk-major x" + std::to_string(plan.p.ppg) : "") + " sc" +
+                           std::to_string(kSC) + (x_tma ? " xtma" : "") + " stages" +
+                           std::to_string(plan.p.w_stages) + " hslots" +
+                           std::to_string(plan.p.h_slots);
+  constexpr int kCheckGemm = sizeof(Tm) == 4 ? kGemmTf32 : kGemmWg;
   if constexpr (!kXcl && kG == 0) {
     if (x_tma) {
       sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true>, plan.blocks,
                      ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(plan.smem), plan.p);
+    }
+    if constexpr (sizeof(Tx) == 2 && std::is_same_v<Tx, Tw> && (BN == 128 || BN == 64)) {
+      if (dw_mma) {
+        check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, name);
+        std::fill(y.buf.begin(), y.buf.end(), poison<Tx>());
+        sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true>, plan.blocks,
+                       ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(plan.smem), plan.p);
+        check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, name + " dwmma");
+        return;
+      }
     }
   }
   if (!x_tma) {
     sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC>, plan.blocks,
                    ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(plan.smem), plan.p);
   }
-  check_fwd<Tx, Tw, sizeof(Tm) == 4 ? kGemmTf32 : kGemmWg>(P, y, kXcl, plan, caps,
-                             "wgmma-ws 128x" + std::to_string(BN) +
-                                 (kG > 0 ? " chunk-major x" + std::to_string(plan.p.ppg) : "") +
-                                 " sc" + std::to_string(kSC) + (x_tma ? " xtma" : "") +
-                                 " stages" +
-                                 std::to_string(plan.p.w_stages) + " hslots" +
-                                 std::to_string(plan.p.h_slots));
+  check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, name);
 }
 
 // dh = pw^T dy through the forward kernel with an identity depthwise.
@@ -561,6 +574,13 @@ int main(int argc, char** argv) {
       // 2 and 4 chunks, a ragged position tile and Cout tile.
       {0, {2, 100, 260, 300, 9, 1, 1, 4, 4, false, 0, true, true, 42}},
       {2, {1, 200, 300, 520, 5, 1, 1, 2, 2, false, 0, true, true, 43}},
+      // The producers' tensor-core depthwise (16-byte-aligned channel-first rows, 16-bit weights):
+      // K 8 at an odd window offset (K + 1 = 9 columns, the most one product holds), K 1, K 6 at
+      // an odd offset with a ragged tail, K 9 causal (offset 0), padded channels (Cin 72, 100).
+      {0, {2, 72, 200, 264, 8, 1, 1, 3, 4, false, 0, true, true, 44}},
+      {2, {2, 130, 260, 200, 1, 1, 1, 0, 0, false, 0, false, true, 45}},
+      {0, {1, 64, 300, 1000, 6, 1, 1, 5, 0, false, 0, true, false, 46}},
+      {2, {2, 100, 257, 136, 9, 1, 1, 8, 0, false, 0, true, true, 47}},
   };
   std::mt19937_64 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
