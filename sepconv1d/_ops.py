@@ -193,22 +193,36 @@ _SeparableFunction = _lean_function("_SeparableFunction", ops.separable_conv1d,
                                     _separable_setup_context, _separable_backward)
 
 
-def _lean_autograd(x: torch.Tensor, *tensors: torch.Tensor | None) -> bool:
-    """Whether to record through the plain autograd.Function: eager (not traced), grad mode on, no
-    autocast, and some input requires grad. Otherwise the operator is called directly: Function.apply
-    costs host time even when there is nothing to record (about 60 us per call on this project's CPU
-    runner), and traced graphs take the operator's registered autograd."""
-    if not torch.is_grad_enabled() or torch.is_autocast_enabled(x.device.type):
-        return False
-    if torch.compiler.is_compiling():
-        return False
-    return x.requires_grad or any(t is not None and t.requires_grad for t in tensors)
+# How the functional API calls an operator (_call_mode):
+_TRACED = 0  # traced or under autocast: the operator as registered (autocast rule, autograd)
+_NOTHING_TO_RECORD = 1  # eager, no gradient wanted: below the Autograd key
+_RECORD = 2  # eager, some input requires grad: the plain autograd.Function
+
+
+def _call_mode(x: torch.Tensor, *tensors: torch.Tensor | None) -> int:
+    """_RECORD when eager (not traced), grad mode on, no autocast, and some input requires grad.
+    With nothing to record the operator runs below the Autograd key: Function.apply costs host time
+    even then (about 60 us per call on this project's CPU runner), and so does the autograd kernel
+    that register_autograd installs, which only finds grad mode off or no input requiring grad and
+    redispatches through Python (H200 host, B1 C8->16 L16 bf16 under no_grad, per call: separable
+    32-49 -> 26-27 us, depthwise 31-34 -> 20-25 us). Traced graphs and autocast take the operator
+    as registered."""
+    if torch.compiler.is_compiling() or torch.is_autocast_enabled(x.device.type):
+        return _TRACED
+    if torch.is_grad_enabled() and (
+            x.requires_grad or any(t is not None and t.requires_grad for t in tensors)):
+        return _RECORD
+    return _NOTHING_TO_RECORD
 
 
 def depthwise_conv1d(x, weight, bias, stride, pad_left, pad_right, dilation):
     args = (x, weight, bias, stride, pad_left, pad_right, dilation)
-    if _lean_autograd(x, weight, bias):
+    mode = _call_mode(x, weight, bias)
+    if mode == _RECORD:
         return _DepthwiseFunction.apply(*args)
+    if mode == _NOTHING_TO_RECORD:
+        with _below_autograd():
+            return ops.depthwise_conv1d(*args)
     return ops.depthwise_conv1d(*args)
 
 
@@ -216,8 +230,12 @@ def separable_conv1d(x, dw_weight, dw_bias, pw_weight, pw_bias, stride, pad_left
                      dilation, allow_tf32):
     args = (x, dw_weight, dw_bias, pw_weight, pw_bias, stride, pad_left, pad_right, dilation,
             allow_tf32)
-    if _lean_autograd(x, dw_weight, dw_bias, pw_weight, pw_bias):
+    mode = _call_mode(x, dw_weight, dw_bias, pw_weight, pw_bias)
+    if mode == _RECORD:
         return _SeparableFunction.apply(*args)
+    if mode == _NOTHING_TO_RECORD:
+        with _below_autograd():
+            return ops.separable_conv1d(*args)
     return ops.separable_conv1d(*args)
 
 

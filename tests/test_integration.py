@@ -98,6 +98,28 @@ def test_second_backward_raises(device):
             gx.sum().backward()
 
 
+@pytest.mark.parametrize("context", ["no_grad", "inference_mode", "nothing_requires_grad"])
+def test_calls_with_nothing_to_record(device, context):
+    # The functional API calls the operators below the Autograd key when no gradient is wanted:
+    # values must equal the reference and the outputs must carry no autograd history, also when
+    # inputs require grad under no_grad / inference_mode.
+    wants = context != "nothing_requires_grad"
+    x = make_activation(2, 6, 37, torch.float32, device).requires_grad_(wants)
+    w = torch.randn(6, 5, device=device, requires_grad=wants)
+    b = torch.randn(6, device=device, requires_grad=wants)
+    pw = torch.randn(7, 6, device=device, requires_grad=wants)
+    ref_dw = reference_depthwise(x.detach(), w.detach(), b.detach(), 1, 2, 2, 1)
+    ref_sep = reference_separable(x.detach(), w.detach(), b.detach(), pw.detach(), None, 1, 2, 2, 1)
+    guard = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode,
+             "nothing_requires_grad": torch.enable_grad}[context]
+    with guard():
+        outs = (sepconv1d.depthwise_conv1d(x, w, b, padding=2),
+                sepconv1d.separable_conv1d(x, w, pw, b, padding=2))
+    for out, ref in zip(outs, (ref_dw, ref_sep), strict=True):
+        assert not out.requires_grad and out.grad_fn is None
+        assert_close_to_reference(out, ref, tolerance_for(torch.float32), context)
+
+
 def _compile_counters():
     from torch._dynamo.utils import counters
     return counters
