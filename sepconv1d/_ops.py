@@ -215,28 +215,28 @@ def _call_mode(x: torch.Tensor, *tensors: torch.Tensor | None) -> int:
     return _NOTHING_TO_RECORD
 
 
-def depthwise_conv1d(x, weight, bias, stride, pad_left, pad_right, dilation):
-    args = (x, weight, bias, stride, pad_left, pad_right, dilation)
-    mode = _call_mode(x, weight, bias)
+def _call(function, op, args, tensors):
+    """Runs op(*args) in the _call_mode of its tensor arguments (function: its lean Function)."""
+    mode = _call_mode(*tensors)
     if mode == _RECORD:
-        return _DepthwiseFunction.apply(*args)
+        return function.apply(*args)
     if mode == _NOTHING_TO_RECORD:
         with _below_autograd():
-            return ops.depthwise_conv1d(*args)
-    return ops.depthwise_conv1d(*args)
+            return op(*args)
+    return op(*args)
+
+
+def depthwise_conv1d(x, weight, bias, stride, pad_left, pad_right, dilation):
+    return _call(_DepthwiseFunction, ops.depthwise_conv1d,
+                 (x, weight, bias, stride, pad_left, pad_right, dilation), (x, weight, bias))
 
 
 def separable_conv1d(x, dw_weight, dw_bias, pw_weight, pw_bias, stride, pad_left, pad_right,
                      dilation, allow_tf32):
-    args = (x, dw_weight, dw_bias, pw_weight, pw_bias, stride, pad_left, pad_right, dilation,
-            allow_tf32)
-    mode = _call_mode(x, dw_weight, dw_bias, pw_weight, pw_bias)
-    if mode == _RECORD:
-        return _SeparableFunction.apply(*args)
-    if mode == _NOTHING_TO_RECORD:
-        with _below_autograd():
-            return ops.separable_conv1d(*args)
-    return ops.separable_conv1d(*args)
+    return _call(_SeparableFunction, ops.separable_conv1d,
+                 (x, dw_weight, dw_bias, pw_weight, pw_bias, stride, pad_left, pad_right, dilation,
+                  allow_tf32),
+                 (x, dw_weight, dw_bias, pw_weight, pw_bias))
 
 
 # ---------------------------------------------------------------------------------------------

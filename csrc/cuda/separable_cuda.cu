@@ -212,7 +212,7 @@ bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
   const int threads = ws_threads(ws_has_loader<Tx, BN>(kG));
   if constexpr (!kXcl && kG == 0) {
     if (ws_x_map_fits<kXcl, kG>(plan.p) && encode_x_map<Tx>(plan.p, g.batch, WsTile<Tx, BN>::BK)) {
-      if constexpr (sizeof(Tx) == 2 && std::is_same_v<Tx, Tw> && (BN == 128 || BN == 64)) {
+      if constexpr (mma_dw_types<Tx, Tw, BN>()) {
         if (mma_dw_fits<Tx, Tw, BN>(plan.p) && dw_mma_chosen(g.kernel_size)) {
           run_fwd_plan<Tw, Tm, float, false>(plan, x, src,
                                              sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true>,

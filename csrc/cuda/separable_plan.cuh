@@ -399,9 +399,14 @@ bool ws_x_map_fits(const FwdParams& p) {
 // tiles, stride 1 and dilation 1 (kModeVec), and the K taps plus the window offset's parity
 // within the 16 columns of one m16n8k16 product (every item has the offset of item 0: BN x stride
 // is a multiple of 8).
+// mma_dw_types: the compile-time part (which kernels are instantiated with kDwMma at all).
+template <typename Tx, typename Tw, int BN>
+constexpr bool mma_dw_types() {
+  return sizeof(Tx) == 2 && std::is_same_v<Tx, Tw> && (BN == 128 || BN == 64);
+}
 template <typename Tx, typename Tw, int BN>
 bool mma_dw_fits(const FwdParams& p) {
-  if constexpr (sizeof(Tx) != 2 || !std::is_same_v<Tx, Tw> || (BN != 128 && BN != 64)) {
+  if constexpr (!mma_dw_types<Tx, Tw, BN>()) {
     return false;
   } else {
     const int64_t off = (-static_cast<int64_t>(p.dw.pad_left)) & 7;

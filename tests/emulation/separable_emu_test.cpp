@@ -303,7 +303,7 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
       sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true>, plan.blocks,
                      ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(plan.smem), plan.p);
     }
-    if constexpr (sizeof(Tx) == 2 && std::is_same_v<Tx, Tw> && (BN == 128 || BN == 64)) {
+    if constexpr (mma_dw_types<Tx, Tw, BN>()) {
       if (dw_mma) {
         check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, name);
         std::fill(y.buf.begin(), y.buf.end(), poison<Tx>());
