@@ -1,0 +1,240 @@
+// Standalone harness for the warp-specialised separable forward (sep_fwd_ws_kernel), without
+// torch: one kernel instantiation compiles in seconds, where the wheel takes 15-25 minutes, so a
+// kernel experiment (a variant behind a -D flag in the headers) can be built here and timed on the
+// GPU machine in one short call. Built and run by scripts/ws_forward_harness.sh; not part of the
+// package or of CI.
+//
+//   ws_forward_harness [B Cin Cout L K [reps]]     (default: the seed shape, 32 256 512 4096 9)
+//
+// bf16 x and weights, 'same' padding, channel-first; the kernel the library picks for that case
+// (x by tensor map; the depthwise on the tensor cores, or with -DHARNESS_FFMA its FFMA form). It
+// checks 8192 sampled outputs of every input set against a float reference (h rounded to bf16 as
+// the kernel's MMA operand), then times the main kernel with CUDA events over 3 rotating input
+// sets (192 MiB each at the seed, not cache-resident). Environment:
+//   WITHPREP=1   time the weight preparation kernel with each call (the library always runs it)
+//   ZERO_X=1     x all zeros: the same work on data that does not toggle
+//   LONG=1       also 20000 calls back to back (sustained load: the H200 reaches its power cap,
+//                csrc/NOTES.md "Twenty-fourth session")
+// Timing experiments that break the results (a phase skipped) must not run on zero or stale data
+// without saying so: the GPU's clock depends on the data (see ZERO_X).
+#include "cuda/separable_plan.cuh"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+using namespace sepconv1d::cuda::sep;
+using sepconv1d::ConvGeometry;
+using T = __nv_bfloat16;
+
+#define CK(x)                                                                                   \
+  do {                                                                                          \
+    cudaError_t e_ = (x);                                                                       \
+    if (e_ != cudaSuccess) {                                                                    \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                             \
+    }                                                                                           \
+  } while (0)
+
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// Uniform values in [-scale, scale) from a hash of the index.
+__global__ void fill_uniform(T* p, int64_t n, uint32_t seed, float scale) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    h *= 3266489917u;
+    h ^= h >> 16;
+    p[i] = __float2bfloat16((static_cast<float>(h & 0xffffff) / 16777216.0f - 0.5f) * 2.0f * scale);
+  }
+}
+
+// |y - ref| / (|ref| + 0.1) at the sampled flat output indices.
+__global__ void check_samples(const T* x, const T* dw, const T* dwb, const T* pw, const T* pwb,
+                              const T* y, int B, int Cin, int Cout, int L, int K, int pl,
+                              const int64_t* idx, int n, float* err) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  const int64_t id = idx[t];
+  const int j = static_cast<int>(id % L);
+  const int o = static_cast<int>((id / L) % Cout);
+  const int64_t b = id / (int64_t(L) * Cout);
+  float acc = __bfloat162float(pwb[o]);
+  for (int c = 0; c < Cin; ++c) {
+    float h = 0.0f;
+    for (int k = 0; k < K; ++k) {
+      const int pos = j + k - pl;
+      if (pos >= 0 && pos < L) {
+        h += __bfloat162float(dw[c * K + k]) * __bfloat162float(x[(b * Cin + c) * L + pos]);
+      }
+    }
+    // The kernel rounds h (without the depthwise bias, which it folds into the output bias).
+    h = __bfloat162float(__float2bfloat16(h)) + __bfloat162float(dwb[c]);
+    acc += __bfloat162float(pw[int64_t(o) * Cin + c]) * h;
+  }
+  const float got = __bfloat162float(y[id]);
+  err[t] = got == got ? std::fabs(got - acc) / (std::fabs(acc) + 0.1f) : 1e30f;
+}
+
+int main(int argc, char** argv) {
+  int B = 32, Cin = 256, Cout = 512, L = 4096, K = 9, reps = 200;
+  if (argc >= 6) {
+    B = std::atoi(argv[1]);
+    Cin = std::atoi(argv[2]);
+    Cout = std::atoi(argv[3]);
+    L = std::atoi(argv[4]);
+    K = std::atoi(argv[5]);
+  }
+  if (argc >= 7) reps = std::atoi(argv[6]);
+  const int pl = (K - 1) / 2, pr = K - 1 - pl;
+  const ConvGeometry g{.batch = B, .channels = Cin, .out_channels = Cout, .length = L,
+                       .kernel_size = K, .out_length = L, .stride = 1, .pad_left = pl,
+                       .pad_right = pr, .dilation = 1};
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  int optin = 0, per_sm = 0;
+  CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+  CK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0));
+  const DevCaps caps{optin, per_sm, prop.multiProcessorCount};
+
+  constexpr int NS = 3;  // rotating input sets
+  const int64_t nx = int64_t(B) * Cin * L, ny = int64_t(B) * Cout * L;
+  std::vector<T*> xs(NS), ys(NS);
+  for (int s = 0; s < NS; ++s) {
+    CK(cudaMalloc(&xs[s], nx * sizeof(T)));
+    CK(cudaMalloc(&ys[s], ny * sizeof(T)));
+    if (std::getenv("ZERO_X")) {
+      CK(cudaMemset(xs[s], 0, nx * sizeof(T)));
+    } else {
+      fill_uniform<<<1024, 256>>>(xs[s], nx, 17 + s, 1.0f);
+    }
+    CK(cudaMemset(ys[s], 0xff, ny * sizeof(T)));  // poison (NaN)
+  }
+  T *dw, *dwb, *pw, *pwb;
+  CK(cudaMalloc(&dw, int64_t(Cin) * K * sizeof(T)));
+  CK(cudaMalloc(&dwb, Cin * sizeof(T)));
+  CK(cudaMalloc(&pw, int64_t(Cout) * Cin * sizeof(T)));
+  CK(cudaMalloc(&pwb, Cout * sizeof(T)));
+  fill_uniform<<<64, 256>>>(dw, int64_t(Cin) * K, 5, 1.0f / 3);
+  fill_uniform<<<64, 256>>>(dwb, Cin, 6, 0.1f);
+  fill_uniform<<<64, 256>>>(pw, int64_t(Cout) * Cin, 7, 1.0f / 16);
+  fill_uniform<<<64, 256>>>(pwb, Cout, 8, 0.1f);
+  CK(cudaDeviceSynchronize());
+
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
+  const auto encode = reinterpret_cast<EncodeTiledFn>(fn);
+
+  constexpr int BN = 128, kSC = 2;
+#ifdef HARNESS_FFMA
+  const auto kernel = sep_fwd_ws_kernel<T, BN, false, 0, kSC, true, false>;
+#else
+  const auto kernel = sep_fwd_ws_kernel<T, BN, false, 0, kSC, true, true>;
+#endif
+  const int threads = ws_threads(ws_has_loader<T, BN>(0));
+  std::vector<FwdPlan> plans(NS);
+  for (int s = 0; s < NS; ++s) {
+    FwdPlan& plan = plans[s];
+    const View3 xv{xs[s], int64_t(Cin) * L, L, 1};
+    if (!plan_fwd_ws<T, BN, false, kSC>(g, xv, ys[s], int64_t(Cout) * L, L, 1, caps, plan)) {
+      std::fprintf(stderr, "this shape does not take the BN %d, two-chunk-step plan\n", BN);
+      return 1;
+    }
+    if (!ws_x_map_fits<false, 0>(plan.p)) {
+      std::fprintf(stderr, "x's window does not fit a tensor-map box\n");
+      return 1;
+    }
+#ifndef HARNESS_FFMA
+    if (!mma_dw_fits<T, T, BN>(plan.p)) {
+      std::fprintf(stderr, "the tensor-core depthwise does not fit this K (build with -DHARNESS_FFMA)\n");
+      return 1;
+    }
+#endif
+    unsigned char* ws = nullptr;
+    CK(cudaMalloc(&ws, plan.ws_bytes));
+    bind_fwd_workspace(plan, ws, pw, Cin, 1, pwb, dw, dwb, false);
+    const DwParams& d = plan.p.dw;
+    const cuuint64_t dims[3] = {cuuint64_t(d.L), cuuint64_t(d.cin), cuuint64_t(B)};
+    const cuuint64_t strides[2] = {cuuint64_t(d.xsc * 2), cuuint64_t(d.xsb * 2)};
+    const cuuint32_t box[3] = {cuuint32_t(d.xpitch), cuuint32_t(WsTile<T, BN>::BK), 1};
+    const cuuint32_t unit[3] = {1, 1, 1};
+    if (encode(&plan.p.x_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(d.x), dims,
+               strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+      std::fprintf(stderr, "cuTensorMapEncodeTiled failed\n");
+      return 1;
+    }
+    sep_prep_kernel<T, T, float, false><<<unsigned(plan.prep_blocks), 256>>>(plan.pp);
+    CK(cudaGetLastError());
+  }
+  CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(plans[0].smem)));
+  std::printf("plan: %lld blocks, %lld B shared, %d W stages, %d h slots, %d items, %d Cout passes per item\n",
+              static_cast<long long>(plans[0].blocks), static_cast<long long>(plans[0].smem),
+              plans[0].p.w_stages, plans[0].p.h_slots, plans[0].p.n_items, plans[0].p.ppg);
+  const bool with_prep = std::getenv("WITHPREP") != nullptr;
+  auto launch = [&](int s) {
+    if (with_prep) sep_prep_kernel<T, T, float, false><<<unsigned(plans[s].prep_blocks), 256>>>(plans[s].pp);
+    kernel<<<unsigned(plans[s].blocks), threads, size_t(plans[s].smem)>>>(plans[s].p);
+  };
+
+  for (int s = 0; s < NS; ++s) launch(s);
+  CK(cudaDeviceSynchronize());
+  constexpr int kSamples = 8192;
+  std::vector<int64_t> hidx(kSamples);
+  std::mt19937_64 rng(123);
+  for (int64_t& v : hidx) v = static_cast<int64_t>(rng() % static_cast<uint64_t>(ny));
+  int64_t* didx;
+  float* derr;
+  CK(cudaMalloc(&didx, kSamples * sizeof(int64_t)));
+  CK(cudaMalloc(&derr, kSamples * sizeof(float)));
+  CK(cudaMemcpy(didx, hidx.data(), kSamples * sizeof(int64_t), cudaMemcpyHostToDevice));
+  double worst = 0;
+  for (int s = 0; s < NS; ++s) {
+    check_samples<<<(kSamples + 127) / 128, 128>>>(xs[s], dw, dwb, pw, pwb, ys[s], B, Cin, Cout, L,
+                                                   K, pl, didx, kSamples, derr);
+    std::vector<float> herr(kSamples);
+    CK(cudaMemcpy(herr.data(), derr, kSamples * sizeof(float), cudaMemcpyDeviceToHost));
+    for (float e : herr) worst = std::max(worst, double(e));
+  }
+  const bool ok = worst < 2e-2;
+  std::printf("check: worst error %.3e (%s)\n", worst, ok ? "ok" : "FAILED");
+
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  for (int i = 0; i < 10; ++i) launch(i % NS);
+  std::vector<float> ts;
+  for (int i = 0; i < reps; ++i) {
+    CK(cudaEventRecord(e0));
+    launch(i % NS);
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    ts.push_back(ms * 1000);
+  }
+  CK(cudaGetLastError());
+  std::sort(ts.begin(), ts.end());
+  std::printf("time (us): min %.1f, median %.1f, p90 %.1f over %d calls\n", ts[0], ts[ts.size() / 2],
+              ts[ts.size() * 9 / 10], reps);
+  if (std::getenv("LONG")) {
+    constexpr int kCalls = 20000;
+    CK(cudaEventRecord(e0));
+    for (int i = 0; i < kCalls; ++i) launch(i % NS);
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    std::printf("sustained: %.1f us per call over %d calls\n", ms * 1000 / kCalls, kCalls);
+  }
+  return ok ? 0 : 2;
+}
