@@ -11,7 +11,8 @@
 // checks 8192 sampled outputs of every input set against a float reference (h rounded to bf16 as
 // the kernel's MMA operand), then times the main kernel with CUDA events over 3 rotating input
 // sets (192 MiB each at the seed, not cache-resident). Environment:
-//   WITHPREP=1   time the weight preparation kernel with each call (the library always runs it)
+//   WITHPREP=1   with -DHARNESS_FFMA: time the weight preparation kernel with each call (the
+//                tensor-core depthwise kernel needs none)
 //   ZERO_X=1     x all zeros: the same work on data that does not toggle
 //   LONG=1       also 20000 calls back to back (sustained load: the H200 reaches its power cap,
 //                csrc/NOTES.md "Twenty-fourth session")
@@ -76,8 +77,13 @@ __global__ void check_samples(const T* x, const T* dw, const T* dwb, const T* pw
         h += __bfloat162float(dw[c * K + k]) * __bfloat162float(x[(b * Cin + c) * L + pos]);
       }
     }
-    // The kernel rounds h (without the depthwise bias, which it folds into the output bias).
+#ifdef HARNESS_FFMA
+    // The FFMA kernel rounds h without the depthwise bias (folded into the output bias).
     h = __bfloat162float(__float2bfloat16(h)) + __bfloat162float(dwb[c]);
+#else
+    // The tensor-core depthwise adds the depthwise bias before h is rounded.
+    h = __bfloat162float(__float2bfloat16(h + __bfloat162float(dwb[c])));
+#endif
     acc += __bfloat162float(pw[int64_t(o) * Cin + c]) * h;
   }
   const float got = __bfloat162float(y[id]);
@@ -175,6 +181,23 @@ int main(int argc, char** argv) {
     }
     sep_prep_kernel<T, T, float, false><<<unsigned(plan.prep_blocks), 256>>>(plan.pp);
     CK(cudaGetLastError());
+#ifndef HARNESS_FFMA
+    // The tensor-core depthwise kernel reads the weights as they are (no preparation kernel):
+    // W through a tensor map over pw as (Cin, Cout, 1), box 64 x 64 x 1, the 128-byte swizzle.
+    const cuuint64_t wdims[3] = {cuuint64_t(Cin), cuuint64_t(Cout), 1};
+    const cuuint64_t wstrides[2] = {cuuint64_t(Cin) * 2, cuuint64_t(Cin) * 2 * Cout};
+    const cuuint32_t wbox[3] = {64, 64, 1};
+    if (encode(&plan.p.w_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, pw, wdims, wstrides, wbox, unit,
+               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+      std::fprintf(stderr, "cuTensorMapEncodeTiled (W) failed\n");
+      return 1;
+    }
+    plan.p.pw_raw = pw;
+    plan.p.pwb_raw = pwb;
+    plan.p.dw.dwp = dw;
+    plan.p.dw.dwb = dwb;
+#endif
   }
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(plans[0].smem)));
   std::printf("plan: %lld blocks, %lld B shared, %d W stages, %d h slots, %d items, %d Cout passes per item\n",
@@ -182,7 +205,9 @@ int main(int argc, char** argv) {
               plans[0].p.w_stages, plans[0].p.h_slots, plans[0].p.n_items, plans[0].p.ppg);
   const bool with_prep = std::getenv("WITHPREP") != nullptr;
   auto launch = [&](int s) {
+#ifdef HARNESS_FFMA
     if (with_prep) sep_prep_kernel<T, T, float, false><<<unsigned(plans[s].prep_blocks), 256>>>(plans[s].pp);
+#endif
     kernel<<<unsigned(plans[s].blocks), threads, size_t(plans[s].smem)>>>(plans[s].p);
   };
 

@@ -504,6 +504,25 @@ def test_wgmma_kernel_runs_on_sm90(device):
     assert all("sep_fwd_ws_kernel<__nv_bfloat16, 128," in n for n in names), names
 
 
+def _profiled_forward(x, dw, dwb, pw, pwb, pads, label):
+    """The forward with 'same' padding (pads) against float64, into poisoned memory, under the
+    profiler: the names of the CUDA kernels it launched."""
+    ref = reference_separable(x, dw, dwb, pw, pwb, 1, *pads, 1)
+    poison_allocator(x.device.type, ref.numel() * x.element_size())
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
+        torch.cuda.synchronize()
+    assert_close_to_reference(out, ref, tolerance_for(x.dtype), label)
+    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
+def _ws_kernel_tails(names):
+    """The last two template arguments (kXTma, kDwMma) of each warp-specialised forward kernel
+    among the recorded kernel names."""
+    return [re.search(r"sep_fwd_ws_kernel<([^>]*)>", n).group(1).replace(" ", "").split(",")[-2:]
+            for n in names if "sep_fwd_ws_kernel" in n]
+
+
 @pytest.mark.parametrize("wdtype", [torch.bfloat16, torch.float32])
 def test_tensor_core_depthwise_runs_with_16_bit_weights(device, wdtype):
     """On compute capability 9.0 the seed-like bf16 forward runs its depthwise on the tensor cores
@@ -514,19 +533,45 @@ def test_tensor_core_depthwise_runs_with_16_bit_weights(device, wdtype):
         pytest.skip("needs a compute capability 9.0 GPU")
     x = make_activation(4, 256, 4096, torch.bfloat16, device)
     dw, dwb, pw, pwb = _weights(256, 512, 9, wdtype, device, True, True)
-    ref = reference_separable(x, dw, dwb, pw, pwb, 1, 4, 4, 1)
-    poison_allocator(device, ref.numel() * x.element_size())
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
-        torch.cuda.synchronize()
-    assert_close_to_reference(out, ref, tolerance_for(torch.bfloat16), f"weights {wdtype}")
-    names = [e.name for e in prof.events() if "sep_fwd_ws_kernel" in e.name]
-    assert names, "no warp-specialised forward kernel was recorded"
-    # The last two template arguments, kXTma and kDwMma: both true, or the tensor map alone.
-    tails = [re.search(r"sep_fwd_ws_kernel<([^>]*)>", n).group(1).replace(" ", "").split(",")[-2:]
-             for n in names]
+    names = _profiled_forward(x, dw, dwb, pw, pwb, (4, 4), f"weights {wdtype}")
+    # kXTma and kDwMma: both true, or the tensor map alone.
+    tails = _ws_kernel_tails(names)
+    assert tails, "no warp-specialised forward kernel was recorded"
     want = ["true", "true" if wdtype == torch.bfloat16 else "false"]
     assert all(t == want for t in tails), names
+
+
+def _offset_copy(t):
+    """A contiguous copy of t that starts one element past a 16-byte boundary."""
+    buf = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)
+    out = buf[1:].view(t.shape)
+    out.copy_(t)
+    assert out.data_ptr() % 16 != 0
+    return out
+
+
+@pytest.mark.parametrize("case", ["bf16", "fp16", "no-dw-bias", "ragged-cin", "unaligned-dw"])
+def test_tensor_core_depthwise_reads_unprepared_weights(device, case):
+    """The tensor-core depthwise kernel reads 16-bit weights as they are (W through a tensor map
+    over pw, the taps and depthwise bias by bulk copy, the biases added inside the kernel): no
+    preparation kernel runs, and ragged tiles (Cout 200; Cin 136, one 64-channel chunk partly past
+    Cin) match float64. Where the weights cannot be read that way (pw rows not a multiple of 16
+    bytes with Cin 100; depthwise weights and bias not 16-byte aligned) the FFMA kernel runs after
+    the preparation kernel, and matches as well."""
+    if device != "cuda" or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs a compute capability 9.0 GPU")
+    dtype = torch.float16 if case == "fp16" else torch.bfloat16
+    cin = {"ragged-cin": 100, "fp16": 136}.get(case, 256)
+    x = make_activation(_batch_for_one_group(1000), cin, 1000, dtype, device)
+    dw, dwb, pw, pwb = _weights(cin, 200, 7, dtype, device, case != "no-dw-bias", True)
+    if case == "unaligned-dw":
+        dw, dwb = _offset_copy(dw), _offset_copy(dwb)
+    names = _profiled_forward(x, dw, dwb, pw, pwb, (3, 3), case)
+    tails = _ws_kernel_tails(names)
+    assert tails, names
+    unprepared = case not in ("ragged-cin", "unaligned-dw")
+    assert all(t == ["true", "true" if unprepared else "false"] for t in tails), names
+    assert any("sep_prep_kernel" in n for n in names) != unprepared, names
 
 
 def test_tf32_setting_is_obeyed(device):

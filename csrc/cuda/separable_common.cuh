@@ -330,8 +330,10 @@ __device__ __forceinline__ void store_h(Tm* dst, const Tacc (&acc)[TT]) {
 // Geometry of the depthwise part, shared by the forward and the weight-gradient kernels.
 struct DwParams {
   const void* x;
-  const void* dwp;  // acc type [cin_pad][kp], zero padded (tap k >= K, channel >= cin)
-  const void* dwb;  // acc type [cin_pad] added to h, or nullptr (forward folds it into the bias)
+  const void* dwp;  // acc type [cin_pad][kp], zero padded (tap k >= K, channel >= cin); the
+                    // forward's tensor-core depthwise: the weight as given, x's type [cin][K]
+  const void* dwb;  // acc type [cin_pad] added to h, or nullptr (forward folds it into the bias;
+                    // the tensor-core depthwise: the bias as given, x's type [cin], or nullptr)
   int64_t xsb, xsc, xsl, L;
   int cin, K, kp, stride, dil, pad_left;
   int mode;      // DwMode
@@ -608,8 +610,41 @@ struct DwStage {
            (static_cast<uint32_t>(bits16(narrow_to<Tm, false>(hi))) << 16);
   }
   __device__ static uint32_t ld_pair(const Tx* p) { return *reinterpret_cast<const uint32_t*>(p); }
+  // A raw 16-bit value of x's type as a float.
+  __device__ static float widen_bits(unsigned short v) {
+    if constexpr (std::is_same_v<Tx, __nv_bfloat16>) {
+      return __uint_as_float(static_cast<uint32_t>(v) << 16);
+    } else {
+      return __half2float(__ushort_as_half(v));
+    }
+  }
+  // compute_mma's weights as they are, without a preparation kernel: the taps of channels
+  // [c0, c0 + cv), cv = min(CH, cin - c0), as rows of K in x's type (one contiguous span of d.dwp),
+  // then their depthwise biases (d.dwb, or none), brought into dws by the bulk-copy engine with the
+  // chunk's x window (thread 0 issues both onto its barrier). The host checked the sizes and
+  // alignments: cin % 8 == 0 and 16-byte aligned weights make every span 16-byte aligned and a
+  // multiple of 16 bytes. They take (K + 1) x CH x 2 bytes of dws, which holds CH x K floats at
+  // least. (Two earlier forms read them per thread into registers and stored them widened: ~13 us
+  // and ~30 us slower at the seed than the prepared weights, NOTES.md.)
+  __device__ static int raw_taps_channels(const DwParams& d, int c0) { return min(CH, d.cin - c0); }
+  __device__ static uint32_t raw_taps_bytes(const DwParams& d, int c0) {
+    const int cv = raw_taps_channels(d, c0);
+    return static_cast<uint32_t>(cv * (d.K + (d.dwb != nullptr ? 1 : 0)) * sizeof(Tx));
+  }
+  __device__ static void load_raw_taps(const DwParams& d, int c0, Tacc* dws, uint64_t* bar) {
+    const int cv = raw_taps_channels(d, c0);
+    Tx* dst = reinterpret_cast<Tx*>(dws);
+    bulk_copy_to_shared(dst, static_cast<const Tx*>(d.dwp) + static_cast<int64_t>(c0) * d.K,
+                        static_cast<uint32_t>(cv * d.K * sizeof(Tx)), bar);
+    if (d.dwb != nullptr) {
+      bulk_copy_to_shared(dst + CH * d.K, static_cast<const Tx*>(d.dwb) + c0,
+                          static_cast<uint32_t>(cv * sizeof(Tx)), bar);
+    }
+  }
+  // dws: the chunk's raw taps and biases as load_raw_taps leaves them (channels past cv are stale
+  // and masked); h = X D + bias, rounded once.
   __device__ static void compute_mma(const DwParams& d, const Tx* xs, const Tacc* dws, Tm* hs,
-                                     int off, int tid) {
+                                     int off, int c0, int tid) {
     static_assert(kMmaOk, "");
     const int wp = tid >> 5, lane = tid & 31, g = lane >> 2, q = lane & 3;
     const int sh = off & 1;
@@ -624,12 +659,17 @@ struct DwStage {
       tix[e] = tv[e] ? t : 0;
     }
     const Tx* xrow = xs + (8 * wp) * d.xpitch + (off - sh) + 8 * g + 2 * q;
-    const Tacc* wrow = dws + (8 * wp) * d.dwpitch;
+    const unsigned short* taps = reinterpret_cast<const unsigned short*>(dws);
+    const unsigned short* wrow = taps + (8 * wp) * d.K;
+    const unsigned short* brow = d.dwb != nullptr ? taps + CH * d.K + 8 * wp : nullptr;
+    const int cv = raw_taps_channels(d, c0) - 8 * wp;  // this warp's channels ci < cv are live
     float acc[8][4];
 #pragma unroll
     for (int ci = 0; ci < 8; ++ci) {
+      const bool live = ci < cv;
+      const float bias = live && brow != nullptr ? widen_bits(brow[ci]) : 0.0f;
 #pragma unroll
-      for (int r = 0; r < 4; ++r) acc[ci][r] = 0.0f;
+      for (int r = 0; r < 4; ++r) acc[ci][r] = bias;
       const Tx* row = xrow + ci * d.xpitch;
       // A fragment: rows g, g + 8 of X, columns 2q, 2q + 1 (a0, a1) and 2q + 8, 2q + 9 (a2, a3).
       uint32_t a[4];
@@ -641,11 +681,11 @@ struct DwStage {
       } else {
         a[1] = a[3] = 0u;  // rows 8-15 (outputs 64-127) are not stored
       }
-      const Tacc* w = wrow + ci * d.dwpitch;
-      float bv[4];
+      const unsigned short* w = wrow + ci * d.K;
+      uint32_t bv[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) bv[e] = tv[e] ? w[tix[e]] : 0.0f;
-      const uint32_t b[2] = {pack2(bv[0], bv[1]), pack2(bv[2], bv[3])};
+      for (int e = 0; e < 4; ++e) bv[e] = live && tv[e] ? w[tix[e]] : 0u;
+      const uint32_t b[2] = {bv[0] | (bv[1] << 16), bv[2] | (bv[3] << 16)};
       mma_16816<Tm>(acc[ci], a, b);
     }
     // acc[ci][r]: channel 8 wp + ci at output 8g + 2q + (r & 1) + 64 (r >> 1).

@@ -99,6 +99,14 @@ EncodeTiledFn tensor_map_encoder() {
   return fn;
 }
 
+// The tensor-map element type of Tx.
+template <typename Tx>
+constexpr CUtensorMapDataType tensor_map_type() {
+  return sizeof(Tx) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+         : std::is_same_v<Tx, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                      : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+}
+
 // p.x_map: channel-first x as (L, Cin, batch) elements, box xpitch x box_ch x 1, no swizzle, zeros
 // outside; false when the driver refuses it. SEPCONV1D_WS_XTMA=0 (read per call: comparisons,
 // tests) keeps the cp.async staging.
@@ -118,10 +126,7 @@ bool encode_x_map(FwdParams& p, int64_t batch, int box_ch) {
                                                                    : d.xsc * es * d.cin)};
   const cuuint32_t box[3] = {static_cast<cuuint32_t>(d.xpitch), static_cast<cuuint32_t>(box_ch), 1};
   const cuuint32_t unit[3] = {1, 1, 1};
-  const CUtensorMapDataType type = sizeof(Tx) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
-                                   : std::is_same_v<Tx, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                                                : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  return encode(&p.x_map, type, 3, const_cast<void*>(d.x), dims, strides, box, unit,
+  return encode(&p.x_map, tensor_map_type<Tx>(), 3, const_cast<void*>(d.x), dims, strides, box, unit,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
                 CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
@@ -172,6 +177,56 @@ void run_fwd_plan(FwdPlan& plan, const Tensor& x, const PwSource& src, Kernel ke
   check_launch(name);
 }
 
+// The kDwMma kernels' launch, without a workspace or a preparation kernel: W through
+// FwdParams::w_map (pw as (Cin, Cout, 1), box 64 x 64 x 1, the 128-byte swizzle, zeros outside),
+// the weights and biases as they are (FwdParams). False, launching nothing, where pw's rows are
+// not contiguous or not a multiple of 16 bytes, a weight or bias is not 16-byte aligned, or the
+// driver refuses the map.
+template <typename Tx, typename Kernel>
+bool run_fwd_unprepared(FwdPlan& plan, const PwSource& src, const ConvGeometry& g, cudaStream_t stream,
+                        Kernel kernel, int threads, const char* name) {
+  constexpr int64_t es = sizeof(Tx);
+  if (src.dw_identity || src.dw == nullptr || src.sc != 1 || src.so != g.channels ||
+      (g.channels * es) % 16 != 0) {
+    return false;
+  }
+  auto ptr = [](const std::optional<Tensor>* t) -> const void* {
+    return t != nullptr && t->has_value() ? (*t)->const_data_ptr() : nullptr;
+  };
+  // The producers bulk-copy spans of the depthwise weights and bias: 16-byte aligned tensors (the
+  // spans then are too, with channels % 8 == 0).
+  const void* pw = src.pw->const_data_ptr();
+  const void* dwp = src.dw->const_data_ptr();
+  const void* dwb = ptr(src.dw_bias);
+  const EncodeTiledFn encode = tensor_map_encoder();
+  if (encode == nullptr || !aligned_to(pw, 16) || !aligned_to(dwp, 16) ||
+      (dwb != nullptr && !aligned_to(dwb, 16))) {
+    return false;
+  }
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(g.channels),
+                              static_cast<cuuint64_t>(g.out_channels), 1};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(g.channels * es),
+                                 static_cast<cuuint64_t>(g.channels * es * g.out_channels)};
+  const cuuint32_t box[3] = {64, 64, 1};
+  const cuuint32_t unit[3] = {1, 1, 1};
+  FwdParams& p = plan.p;
+  if (encode(&p.w_map, tensor_map_type<Tx>(), 3, const_cast<void*>(pw), dims, strides, box, unit,
+             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+    return false;
+  }
+  p.wp = nullptr;
+  p.bias = nullptr;
+  p.pw_raw = pw;
+  p.pwb_raw = ptr(src.pw_bias);
+  p.dw.dwp = dwp;
+  p.dw.dwb = dwb;
+  ensure_smem(kernel, static_cast<size_t>(plan.smem));
+  kernel<<<static_cast<unsigned>(plan.blocks), threads, static_cast<size_t>(plan.smem), stream>>>(p);
+  check_launch(name);
+  return true;
+}
+
 template <typename Tx, typename Tw, typename Tm, int kGemm, int BM, int BN, int BK, int WN,
           bool kXcl>
 bool launch_fwd(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src,
@@ -213,10 +268,10 @@ bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
   if constexpr (!kXcl && kG == 0) {
     if (ws_x_map_fits<kXcl, kG>(plan.p) && encode_x_map<Tx>(plan.p, g.batch, WsTile<Tx, BN>::BK)) {
       if constexpr (mma_dw_types<Tx, Tw, BN>()) {
-        if (mma_dw_fits<Tx, Tw, BN>(plan.p) && dw_mma_chosen(g.kernel_size)) {
-          run_fwd_plan<Tw, Tm, float, false>(plan, x, src,
-                                             sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true>,
-                                             threads, "sep_fwd_ws_kernel");
+        if (mma_dw_fits<Tx, Tw, BN>(plan.p) && dw_mma_chosen(g.kernel_size) &&
+            run_fwd_unprepared<Tx>(plan, src, g, current_stream(x),
+                                   sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true>, threads,
+                                   "sep_fwd_ws_kernel")) {
           return true;
         }
       }

@@ -70,6 +70,15 @@ struct FwdParams {
   // x_map, a 3-d tiled tensor map over x's (L, Cin, batch) with box xpitch x BK x 1 (positions and
   // channels outside x read as zeros), encoded by the host (ws_x_map_fits).
   CUtensorMap x_map;
+  // kDwMma kernels (16-bit x, weights of x's type) need no preparation kernel: W comes through
+  // w_map, a tensor map over pw_raw (Cout x Cin, contiguous rows) as (Cin, Cout, 1) with box
+  // 64 x 64 x 1 and the 128-byte swizzle, which lays a box out as ws_w_index does (positions
+  // outside pw read as zeros); the producers bulk-copy the taps and the depthwise bias from dw.dwp
+  // (rows of K) and dw.dwb (or nullptr) in x's type and add the bias to h; the epilogue adds
+  // pwb_raw (x's type, or nullptr) instead of the folded bias.
+  CUtensorMap w_map;
+  const void* pw_raw;
+  const void* pwb_raw;
 };
 
 // Compile-time tile geometry shared by the kernel and the host plan.

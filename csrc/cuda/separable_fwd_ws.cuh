@@ -99,6 +99,28 @@ __device__ __forceinline__ void load_x_box(const FwdParams& p, Tx* dst, int64_t 
 #endif
 }
 
+// kDwMma kernels: W rows [row0, row0 + 64) x channels [c0, c0 + 64) of pw_raw through p.w_map, in
+// the 128-byte swizzle (ws_w_index's layout), zeros outside pw, completing bar's transaction bytes.
+template <typename Tx>
+__device__ __forceinline__ void load_w_box(const FwdParams& p, Tx* dst, int c0, int row0,
+                                           uint64_t* bar) {
+#ifdef SEP_EMULATE
+  // The tensor map's semantics, built on the host and handed over as one bulk copy.
+  constexpr int kRows = 64, kCols = 64, kEpc = 8;  // 16-byte chunks of 8 elements
+  std::vector<Tx> box(static_cast<size_t>(kRows) * kCols, Tx(0.0f));
+  const Tx* w = static_cast<const Tx*>(p.pw_raw);
+  for (int r = 0; r < kRows && row0 + r < p.cout; ++r) {
+    for (int cc = 0; cc < kCols && c0 + cc < p.dw.cin; ++cc) {
+      box[static_cast<size_t>(r) * kCols + ((cc / kEpc) ^ (r & 7)) * kEpc + cc % kEpc] =
+          w[static_cast<int64_t>(row0 + r) * p.dw.cin + c0 + cc];
+    }
+  }
+  bulk_copy_to_shared(dst, box.data(), static_cast<uint32_t>(box.size() * sizeof(Tx)), bar);
+#else
+  bulk_load_tile_3d(dst, &p.w_map, c0, row0, 0, bar);
+#endif
+}
+
 // GEMM operand type: x's own 16-bit type, or float (tf32-rounded) for float32 x with TF32 allowed.
 // BK is one 128-byte row: 64 16-bit or 32 tf32 channels.
 template <typename Tx>
@@ -131,6 +153,7 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
   constexpr int BM = Tile::BM, BK = Tile::BK;
   using Dw = DwStage<Tx, Tm, Tile::kTf32, BK, BN, Tile::HP, kXcl, Tile::kItemT, true, kWsProducers>;
   static_assert(!kDwMma || (kXTma && Dw::kMmaOk), "tensor-core depthwise: 16-bit kXTma kernels");
+  static_assert(!kDwMma || ws_has_loader<Tx, BN>(kG), "kDwMma: W through w_map by the loader");
 
   SEP_DYNAMIC_SMEM(smem_raw);
   // wgmma's swizzle atoms need 1024-byte-aligned buffers: the plan adds 1024 bytes of slack.
@@ -198,8 +221,16 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
             for (int k = 0; k < n_chunks; k += kSC) {
               if (round > 0) mbar_wait(we + s, (round - 1) & 1);
               mbar_arrive_expect_tx(wf + s, kPartBytes);
-              bulk_copy_to_shared(smem + p.sm_w[0] + s * p.w_bytes + half * kPartBytes,
-                                  w_src(mt0 + ps, half, k), kPartBytes, wf + s);
+              unsigned char* dst = smem + p.sm_w[0] + s * p.w_bytes + half * kPartBytes;
+              if constexpr (kDwMma) {
+#pragma unroll
+                for (int i = 0; i < kSC; ++i) {
+                  load_w_box<Tx>(p, reinterpret_cast<Tx*>(dst + i * kChunkElems * sizeof(Tm)),
+                                 (k + i) * BK, (2 * (mt0 + ps) + half) * kWsRows, wf + s);
+                }
+              } else {
+                bulk_copy_to_shared(dst, w_src(mt0 + ps, half, k), kPartBytes, wf + s);
+              }
               if (++s == S) {
                 s = 0;
                 ++round;
@@ -232,12 +263,21 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
     // kXTma: the window is one tensor-map copy issued by thread 0 (the per-thread cp.async loop
     // and its address maths took ~20% of these warps' time at the seed); the weights stay
     // cp.async. Same layout either way: row c at xs + c * xpitch from position p0 - off.
+    // kDwMma: the weights as they are, the chunk's taps and depthwise biases by bulk copy with its
+    // x window onto the same barrier (no preparation kernel).
     auto load_x = [&](const ItemPos& ip, int k, int st, int off) {
       if constexpr (kXTma) {
-        Dw::load_weights(p.dw, k * BK, dws(st), pt);
+        uint32_t tap_bytes = 0;
+        if constexpr (kDwMma) {
+          tap_bytes = Dw::raw_taps_bytes(p.dw, k * BK);
+        } else {
+          Dw::load_weights(p.dw, k * BK, dws(st), pt);
+        }
         if (pt == 0) {
-          mbar_arrive_expect_tx(x_full + st, static_cast<uint32_t>(BK * p.dw.xpitch * sizeof(Tx)));
+          mbar_arrive_expect_tx(x_full + st, static_cast<uint32_t>(BK * p.dw.xpitch * sizeof(Tx)) +
+                                                 tap_bytes);
           load_x_box<Tx, BK>(p, xs(st), ip.p0 - off, k * BK, ip.b, x_full + st);
+          if constexpr (kDwMma) Dw::load_raw_taps(p.dw, k * BK, dws(st), x_full + st);
         }
       } else {
         Dw::load(p.dw, ip.b, k * BK, ip.p0, off, xs(st), dws(st), pt);
@@ -290,7 +330,7 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
         if constexpr (KC > 0) {
           Dw::template compute_fixed<KC, OFF>(p.dw, xs(st), dws(st), h_slot_ptr(s), pt);
         } else if constexpr (KC < 0) {
-          Dw::compute_mma(p.dw, xs(st), dws(st), h_slot_ptr(s), mma_off, pt);
+          Dw::compute_mma(p.dw, xs(st), dws(st), h_slot_ptr(s), mma_off, k * BK, pt);
         } else {
           const int off = off_of(cur, k);
           auto depthwise = [&](auto kc2) {
@@ -365,12 +405,17 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
   auto prefetch_bias = [&](int m0, float* dst) {
     const int t = threadIdx.x;
     const int wm = (t >> 5) & 3, g8 = (t & 31) >> 2;
-    const float* bias = static_cast<const float*>(p.bias) + m0;  // cout_pad entries
 #pragma unroll
     for (int i = 0; i < kMB; ++i) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        dst[i * 2 + h] = bias[wn * Tile::kWgRows + i * 64 + wm * 16 + g8 + h * 8];
+        const int m = m0 + wn * Tile::kWgRows + i * 64 + wm * 16 + g8 + h * 8;
+        if constexpr (kDwMma) {  // the pointwise bias itself (the producers add the depthwise one)
+          const Tx* pwb = static_cast<const Tx*>(p.pwb_raw);
+          dst[i * 2 + h] = pwb != nullptr && m < p.cout ? widen<float>(pwb[m]) : 0.0f;
+        } else {
+          dst[i * 2 + h] = static_cast<const float*>(p.bias)[m];  // cout_pad entries
+        }
       }
     }
   };

@@ -290,8 +290,9 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
   using Tm = WsOperand<Tx>;
   sepemu::launch(sep_prep_kernel<Tw, Tm, float, sizeof(Tm) == 4>, plan.prep_blocks, 256, 0, plan.pp);
   // With depthwise weights of x's 16-bit type the host runs the tensor-core depthwise
-  // (mma_dw_fits; kDwMma); the FFMA kXTma kernel, which float32 weights take, runs here as well.
-  const bool dw_mma = x_tma && mma_dw_fits<Tx, Tw, BN>(plan.p);
+  // (mma_dw_fits; kDwMma) where pw's rows are a multiple of 16 bytes (run_fwd_unprepared); the
+  // FFMA kXTma kernel, which float32 weights take, runs here as well.
+  const bool dw_mma = x_tma && mma_dw_fits<Tx, Tw, BN>(plan.p) && (c.Cin * sizeof(Tw)) % 16 == 0;
   const std::string name = "wgmma-ws 128x" + std::to_string(BN) +
                            (kG > 0 ? " chunk-major x" + std::to_string(plan.p.ppg) : "") + " sc" +
                            std::to_string(kSC) + (x_tma ? " xtma" : "") + " stages" +
@@ -307,8 +308,18 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
       if (dw_mma) {
         check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, name);
         std::fill(y.buf.begin(), y.buf.end(), poison<Tx>());
-        sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true>, plan.blocks,
-                       ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(plan.smem), plan.p);
+        // No preparation: the kernel reads the weights and biases as they are, W through the
+        // (emulated) tensor map. The workspace is poisoned to catch any read of it.
+        std::fill(ws.p, ws.p + plan.ws_bytes, static_cast<unsigned char>(0xff));
+        FwdPlan raw = plan;
+        raw.p.wp = nullptr;
+        raw.p.bias = nullptr;
+        raw.p.pw_raw = P.pw.data();
+        raw.p.pwb_raw = c.pwb ? P.pwb.data() : nullptr;
+        raw.p.dw.dwp = P.dw.data();
+        raw.p.dw.dwb = c.dwb ? P.dwb.data() : nullptr;
+        sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true>, raw.blocks,
+                       ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(raw.smem), raw.p);
         check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, name + " dwmma");
         return;
       }
@@ -581,6 +592,10 @@ int main(int argc, char** argv) {
       {2, {2, 130, 260, 200, 1, 1, 1, 0, 0, false, 0, false, true, 45}},
       {0, {1, 64, 300, 1000, 6, 1, 1, 5, 0, false, 0, true, false, 46}},
       {2, {2, 100, 257, 136, 9, 1, 1, 8, 0, false, 0, true, true, 47}},
+      // ... without a preparation kernel (rows of pw a multiple of 16 bytes): W's tensor map past
+      // Cin (136: a 64-channel box half outside) and Cout (200, 130), no depthwise bias.
+      {2, {2, 136, 200, 304, 7, 1, 1, 3, 3, false, 0, true, true, 48}},
+      {0, {1, 192, 130, 264, 9, 1, 1, 4, 4, false, 0, false, true, 49}},
   };
   std::mt19937_64 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
