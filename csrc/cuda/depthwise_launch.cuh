@@ -15,6 +15,8 @@
 
 #ifndef DW_EMULATE
 #include <cuda_runtime.h>
+
+#include "cuda/smem_opt_in.cuh"
 #endif
 
 #include <algorithm>
@@ -148,24 +150,9 @@ inline bool tile_ints_ok(const Problem& pr) {
 template <typename Kern>
 void prepare_kernel(Kern kern, int64_t smem, int device) {
 #ifndef DW_EMULATE
-  static std::mutex mu;
-  static std::map<std::pair<const void*, int>, int64_t> done;
-  std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_pair(reinterpret_cast<const void*>(kern), device);
-  auto it = done.find(key);
-  if (it == done.end()) {
-    if (cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout,
-                             int(cudaSharedmemCarveoutMaxShared)) != cudaSuccess) {
-      (void)cudaGetLastError();  // a hint only: clear this call's error, never fail because of it
-    }
-    it = done.emplace(key, int64_t(48 * 1024)).first;
-  }
-  if (smem > it->second) {
-    const cudaError_t err =
-        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-    DW_HOST_CHECK(err == cudaSuccess, "cudaFuncSetAttribute(MaxDynamicSharedMemorySize) failed");
-    it->second = smem;
-  }
+  DW_HOST_CHECK(opt_in_smem(reinterpret_cast<const void*>(kern), smem, device,
+                            /*max_carveout=*/true) == cudaSuccess,
+                "cudaFuncSetAttribute(MaxDynamicSharedMemorySize) failed");
 #else
   (void)kern;
   (void)smem;

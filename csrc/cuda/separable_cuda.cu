@@ -8,6 +8,7 @@
 #include "cuda/cuda_utils.cuh"
 #include "cuda/depthwise_cuda.h"
 #include "cuda/separable_plan.cuh"
+#include "cuda/smem_opt_in.cuh"
 #include "cuda/strided_rows.cuh"
 
 #include <torch/csrc/stable/accelerator.h>
@@ -47,15 +48,17 @@ int max_smem_optin(int device) {
   return cached[slot];
 }
 
-// Opts a kernel into `bytes` of dynamic shared memory on the current device. Set on every launch
-// that needs more than the default 48 KB: a host-side attribute write (no stream work, allowed
-// during graph capture), and no cache keyed by a function-pointer type that all instantiations
-// share.
+// Opts a kernel into `bytes` of dynamic shared memory on the current device where it needs more
+// than the default 48 KB: a host-side attribute write (no stream work, allowed during graph
+// capture), made once per kernel (its address, not its function-pointer type, which all
+// instantiations share), device and new maximum (opt_in_smem).
 template <typename Kernel>
 void ensure_smem(Kernel kernel, size_t bytes) {
   if (bytes <= 48 * 1024) return;
-  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(bytes)),
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");  // the op's device guard set it
+  check_cuda(opt_in_smem(reinterpret_cast<const void*>(kernel), static_cast<int64_t>(bytes), device,
+                         /*max_carveout=*/false),
              "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
 }
 
