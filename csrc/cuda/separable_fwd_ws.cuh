@@ -105,14 +105,14 @@ template <typename Tx>
 __device__ __forceinline__ void load_w_box(const FwdParams& p, Tx* dst, int c0, int row0,
                                            uint64_t* bar) {
 #ifdef SEP_EMULATE
-  // The tensor map's semantics, built on the host and handed over as one bulk copy.
-  constexpr int kRows = 64, kCols = 64, kEpc = 8;  // 16-byte chunks of 8 elements
+  // The tensor map's semantics, built on the host and handed over as one bulk copy: the box is
+  // one 64-row block of ws_w_index's layout.
+  constexpr int kRows = kWsRows, kCols = 64;
   std::vector<Tx> box(static_cast<size_t>(kRows) * kCols, Tx(0.0f));
   const Tx* w = static_cast<const Tx*>(p.pw_raw);
   for (int r = 0; r < kRows && row0 + r < p.cout; ++r) {
     for (int cc = 0; cc < kCols && c0 + cc < p.dw.cin; ++cc) {
-      box[static_cast<size_t>(r) * kCols + ((cc / kEpc) ^ (r & 7)) * kEpc + cc % kEpc] =
-          w[static_cast<int64_t>(row0 + r) * p.dw.cin + c0 + cc];
+      box[ws_w_index(r, cc, kCols, kCols)] = w[static_cast<int64_t>(row0 + r) * p.dw.cin + c0 + cc];
     }
   }
   bulk_copy_to_shared(dst, box.data(), static_cast<uint32_t>(box.size() * sizeof(Tx)), bar);
