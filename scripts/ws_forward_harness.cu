@@ -7,10 +7,12 @@
 //   ws_forward_harness [B Cin Cout L K [reps]]     (default: the seed shape, 32 256 512 4096 9)
 //
 // bf16 x and weights, 'same' padding, channel-first; the kernel the library picks for that case
-// (x by tensor map; the depthwise on the tensor cores, or with -DHARNESS_FFMA its FFMA form). It
-// checks 8192 sampled outputs of every input set against a float reference (h rounded to bf16 as
-// the kernel's MMA operand), then times the main kernel with CUDA events over 3 rotating input
-// sets (192 MiB each at the seed, not cache-resident). Environment:
+// (x by tensor map; the depthwise on the tensor cores, or with -DHARNESS_FFMA its FFMA form).
+// -DHARNESS_TF32: float32 x and weights on TF32 instead (FFMA depthwise, one chunk per step, as
+// the library runs them). It checks 8192 sampled outputs of every input set against a float
+// reference (h rounded to bf16 as the kernel's MMA operand), then times the main kernel with CUDA
+// events over 3 rotating input sets (192 MiB each at the seed in bf16, not cache-resident).
+// Environment:
 //   WITHPREP=1   with -DHARNESS_FFMA: time the weight preparation kernel with each call (the
 //                tensor-core depthwise kernel needs none)
 //   ZERO_X=1     x all zeros: the same work on data that does not toggle
@@ -28,7 +30,26 @@
 
 using namespace sepconv1d::cuda::sep;
 using sepconv1d::ConvGeometry;
+#ifdef HARNESS_TF32
+// float32 x and weights on TF32 (the library's kernel for them: FFMA depthwise, prepared W).
+#define HARNESS_FFMA 1
+using T = float;
+constexpr bool kTf32 = true;
+constexpr int kSC = 1;  // one chunk per consumer step (two-chunk steps are for 16-bit x)
+constexpr CUtensorMapDataType kMapType = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+__device__ __host__ inline float to_f(T v) { return v; }
+__device__ inline T from_f(float v) { return v; }
+// h as the kernel's MMA operand: TF32 (the check's tolerance covers its rounding mode).
+__device__ inline float round_h(float v) { return v; }
+#else
 using T = __nv_bfloat16;
+constexpr bool kTf32 = false;
+constexpr int kSC = 2;
+constexpr CUtensorMapDataType kMapType = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+__device__ inline float to_f(T v) { return __bfloat162float(v); }
+__device__ inline T from_f(float v) { return __float2bfloat16(v); }
+__device__ inline float round_h(float v) { return __bfloat162float(__float2bfloat16(v)); }
+#endif
 
 #define CK(x)                                                                                   \
   do {                                                                                          \
@@ -54,7 +75,7 @@ __global__ void fill_uniform(T* p, int64_t n, uint32_t seed, float scale) {
     h ^= h >> 13;
     h *= 3266489917u;
     h ^= h >> 16;
-    p[i] = __float2bfloat16((static_cast<float>(h & 0xffffff) / 16777216.0f - 0.5f) * 2.0f * scale);
+    p[i] = from_f((static_cast<float>(h & 0xffffff) / 16777216.0f - 0.5f) * 2.0f * scale);
   }
 }
 
@@ -68,25 +89,23 @@ __global__ void check_samples(const T* x, const T* dw, const T* dwb, const T* pw
   const int j = static_cast<int>(id % L);
   const int o = static_cast<int>((id / L) % Cout);
   const int64_t b = id / (int64_t(L) * Cout);
-  float acc = __bfloat162float(pwb[o]);
+  float acc = to_f(pwb[o]);
   for (int c = 0; c < Cin; ++c) {
     float h = 0.0f;
     for (int k = 0; k < K; ++k) {
       const int pos = j + k - pl;
-      if (pos >= 0 && pos < L) {
-        h += __bfloat162float(dw[c * K + k]) * __bfloat162float(x[(b * Cin + c) * L + pos]);
-      }
+      if (pos >= 0 && pos < L) h += to_f(dw[c * K + k]) * to_f(x[(b * Cin + c) * L + pos]);
     }
 #ifdef HARNESS_FFMA
     // The FFMA kernel rounds h without the depthwise bias (folded into the output bias).
-    h = __bfloat162float(__float2bfloat16(h)) + __bfloat162float(dwb[c]);
+    h = round_h(h) + to_f(dwb[c]);
 #else
     // The tensor-core depthwise adds the depthwise bias before h is rounded.
-    h = __bfloat162float(__float2bfloat16(h + __bfloat162float(dwb[c])));
+    h = round_h(h + to_f(dwb[c]));
 #endif
-    acc += __bfloat162float(pw[int64_t(o) * Cin + c]) * h;
+    acc += to_f(pw[int64_t(o) * Cin + c]) * h;
   }
-  const float got = __bfloat162float(y[id]);
+  const float got = to_f(y[id]);
   err[t] = got == got ? std::fabs(got - acc) / (std::fabs(acc) + 0.1f) : 1e30f;
 }
 
@@ -140,7 +159,7 @@ int main(int argc, char** argv) {
   CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
   const auto encode = reinterpret_cast<EncodeTiledFn>(fn);
 
-  constexpr int BN = 128, kSC = 2;
+  constexpr int BN = 128;
 #ifdef HARNESS_FFMA
   const auto kernel = sep_fwd_ws_kernel<T, BN, false, 0, kSC, true, false>;
 #else
@@ -152,7 +171,7 @@ int main(int argc, char** argv) {
     FwdPlan& plan = plans[s];
     const View3 xv{xs[s], int64_t(Cin) * L, L, 1};
     if (!plan_fwd_ws<T, BN, false, kSC>(g, xv, ys[s], int64_t(Cout) * L, L, 1, caps, plan)) {
-      std::fprintf(stderr, "this shape does not take the BN %d, two-chunk-step plan\n", BN);
+      std::fprintf(stderr, "this shape does not take the BN %d, %d-chunk-step plan\n", BN, kSC);
       return 1;
     }
     if (!ws_x_map_fits<false, 0>(plan.p)) {
@@ -170,16 +189,16 @@ int main(int argc, char** argv) {
     bind_fwd_workspace(plan, ws, pw, Cin, 1, pwb, dw, dwb, false);
     const DwParams& d = plan.p.dw;
     const cuuint64_t dims[3] = {cuuint64_t(d.L), cuuint64_t(d.cin), cuuint64_t(B)};
-    const cuuint64_t strides[2] = {cuuint64_t(d.xsc * 2), cuuint64_t(d.xsb * 2)};
+    const cuuint64_t strides[2] = {cuuint64_t(d.xsc * sizeof(T)), cuuint64_t(d.xsb * sizeof(T))};
     const cuuint32_t box[3] = {cuuint32_t(d.xpitch), cuuint32_t(WsTile<T, BN>::BK), 1};
     const cuuint32_t unit[3] = {1, 1, 1};
-    if (encode(&plan.p.x_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(d.x), dims,
+    if (encode(&plan.p.x_map, kMapType, 3, const_cast<void*>(d.x), dims,
                strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
                CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
       std::fprintf(stderr, "cuTensorMapEncodeTiled failed\n");
       return 1;
     }
-    sep_prep_kernel<T, T, float, false><<<unsigned(plan.prep_blocks), 256>>>(plan.pp);
+    sep_prep_kernel<T, T, float, kTf32><<<unsigned(plan.prep_blocks), 256>>>(plan.pp);
     CK(cudaGetLastError());
 #ifndef HARNESS_FFMA
     // The tensor-core depthwise kernel reads the weights as they are (no preparation kernel):
@@ -206,7 +225,7 @@ int main(int argc, char** argv) {
   const bool with_prep = std::getenv("WITHPREP") != nullptr;
   auto launch = [&](int s) {
 #ifdef HARNESS_FFMA
-    if (with_prep) sep_prep_kernel<T, T, float, false><<<unsigned(plans[s].prep_blocks), 256>>>(plans[s].pp);
+    if (with_prep) sep_prep_kernel<T, T, float, kTf32><<<unsigned(plans[s].prep_blocks), 256>>>(plans[s].pp);
 #endif
     kernel<<<unsigned(plans[s].blocks), threads, size_t(plans[s].smem)>>>(plans[s].p);
   };

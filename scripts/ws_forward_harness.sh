@@ -4,7 +4,8 @@
 #
 #   bash scripts/ws_forward_harness.sh OUTPUT [NVCC_FLAGS...]
 #
-# e.g. `bash scripts/ws_forward_harness.sh .scratch/h_ffma -DHARNESS_FFMA`, or a kernel experiment's
+# e.g. `bash scripts/ws_forward_harness.sh .scratch/h_ffma -DHARNESS_FFMA` (`-DHARNESS_TF32`: the
+# float32 x on TF32 kernel), or a kernel experiment's
 # -D switch. Then, on the GPU machine, `OUTPUT [B Cin Cout L K [reps]]`. Needs nvcc (CUDA_HOME or
 # PATH) and a python with torch (PYTHON, default python3): the kernel headers use torch's
 # header-only types. Nothing from torch is linked.
