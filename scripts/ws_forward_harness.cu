@@ -9,7 +9,8 @@
 // bf16 x and weights, 'same' padding, channel-first; the kernel the library picks for that case
 // (x by tensor map; the depthwise on the tensor cores, or with -DHARNESS_FFMA its FFMA form).
 // -DHARNESS_TF32: float32 x and weights on TF32 instead (FFMA depthwise, one chunk per step, as
-// the library runs them). It checks 8192 sampled outputs of every input set against a float
+// the library runs them). -DHARNESS_BN=64 and -DHARNESS_KSC=1|2 pick another tile width and
+// chunks per consumer step (the plan refuses shapes that do not take them). It checks 8192 sampled outputs of every input set against a float
 // reference (h rounded to bf16 as the kernel's MMA operand), then times the main kernel with CUDA
 // events over 3 rotating input sets (192 MiB each at the seed in bf16, not cache-resident).
 // Environment:
@@ -35,7 +36,11 @@ using sepconv1d::ConvGeometry;
 #define HARNESS_FFMA 1
 using T = float;
 constexpr bool kTf32 = true;
+#ifdef HARNESS_KSC
+constexpr int kSC = HARNESS_KSC;
+#else
 constexpr int kSC = 1;  // one chunk per consumer step (two-chunk steps are for 16-bit x)
+#endif
 constexpr CUtensorMapDataType kMapType = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 __device__ __host__ inline float to_f(T v) { return v; }
 __device__ inline T from_f(float v) { return v; }
@@ -159,7 +164,11 @@ int main(int argc, char** argv) {
   CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
   const auto encode = reinterpret_cast<EncodeTiledFn>(fn);
 
+#ifdef HARNESS_BN
+  constexpr int BN = HARNESS_BN;
+#else
   constexpr int BN = 128;
+#endif
 #ifdef HARNESS_FFMA
   const auto kernel = sep_fwd_ws_kernel<T, BN, false, 0, kSC, true, false>;
 #else
