@@ -22,6 +22,7 @@
 // Timing experiments that break the results (a phase skipped) must not run on zero or stale data
 // without saying so: the GPU's clock depends on the data (see ZERO_X).
 #include "cuda/separable_plan.cuh"
+#include "cuda/tensor_maps.cuh"
 
 #include <algorithm>
 #include <cstdio>
@@ -41,7 +42,6 @@ constexpr int kSC = HARNESS_KSC;
 #else
 constexpr int kSC = 1;  // one chunk per consumer step (two-chunk steps are for 16-bit x)
 #endif
-constexpr CUtensorMapDataType kMapType = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 __device__ __host__ inline float to_f(T v) { return v; }
 __device__ inline T from_f(float v) { return v; }
 // h as the kernel's MMA operand: TF32 (the check's tolerance covers its rounding mode).
@@ -50,7 +50,6 @@ __device__ inline float round_h(float v) { return v; }
 using T = __nv_bfloat16;
 constexpr bool kTf32 = false;
 constexpr int kSC = 2;
-constexpr CUtensorMapDataType kMapType = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
 __device__ inline float to_f(T v) { return __bfloat162float(v); }
 __device__ inline T from_f(float v) { return __float2bfloat16(v); }
 __device__ inline float round_h(float v) { return __bfloat162float(__float2bfloat16(v)); }
@@ -64,11 +63,6 @@ __device__ inline float round_h(float v) { return __bfloat162float(__float2bfloa
       std::exit(1);                                                                             \
     }                                                                                           \
   } while (0)
-
-using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
 // Uniform values in [-scale, scale) from a hash of the index.
 __global__ void fill_uniform(T* p, int64_t n, uint32_t seed, float scale) {
@@ -159,11 +153,6 @@ int main(int argc, char** argv) {
   fill_uniform<<<64, 256>>>(pwb, Cout, 8, 0.1f);
   CK(cudaDeviceSynchronize());
 
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult q{};
-  CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
-  const auto encode = reinterpret_cast<EncodeTiledFn>(fn);
-
 #ifdef HARNESS_BN
   constexpr int BN = HARNESS_BN;
 #else
@@ -196,14 +185,8 @@ int main(int argc, char** argv) {
     unsigned char* ws = nullptr;
     CK(cudaMalloc(&ws, plan.ws_bytes));
     bind_fwd_workspace(plan, ws, pw, Cin, 1, pwb, dw, dwb, false);
-    const DwParams& d = plan.p.dw;
-    const cuuint64_t dims[3] = {cuuint64_t(d.L), cuuint64_t(d.cin), cuuint64_t(B)};
-    const cuuint64_t strides[2] = {cuuint64_t(d.xsc * sizeof(T)), cuuint64_t(d.xsb * sizeof(T))};
-    const cuuint32_t box[3] = {cuuint32_t(d.xpitch), cuuint32_t(WsTile<T, BN>::BK), 1};
-    const cuuint32_t unit[3] = {1, 1, 1};
-    if (encode(&plan.p.x_map, kMapType, 3, const_cast<void*>(d.x), dims,
-               strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-               CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+    // The library's own encodings (csrc/cuda/tensor_maps.cuh).
+    if (!encode_x_map<T>(plan.p, B, WsTile<T, BN>::BK)) {
       std::fprintf(stderr, "cuTensorMapEncodeTiled failed\n");
       return 1;
     }
@@ -211,13 +194,8 @@ int main(int argc, char** argv) {
     CK(cudaGetLastError());
 #ifndef HARNESS_FFMA
     // The tensor-core depthwise kernel reads the weights as they are (no preparation kernel):
-    // W through a tensor map over pw as (Cin, Cout, 1), box 64 x 64 x 1, the 128-byte swizzle.
-    const cuuint64_t wdims[3] = {cuuint64_t(Cin), cuuint64_t(Cout), 1};
-    const cuuint64_t wstrides[2] = {cuuint64_t(Cin) * 2, cuuint64_t(Cin) * 2 * Cout};
-    const cuuint32_t wbox[3] = {64, 64, 1};
-    if (encode(&plan.p.w_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, pw, wdims, wstrides, wbox, unit,
-               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+    // W through a tensor map over pw.
+    if (!encode_w_map<T>(plan.p, pw, Cin, Cout)) {
       std::fprintf(stderr, "cuTensorMapEncodeTiled (W) failed\n");
       return 1;
     }

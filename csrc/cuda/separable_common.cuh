@@ -610,14 +610,6 @@ struct DwStage {
            (static_cast<uint32_t>(bits16(narrow_to<Tm, false>(hi))) << 16);
   }
   __device__ static uint32_t ld_pair(const Tx* p) { return *reinterpret_cast<const uint32_t*>(p); }
-  // A raw 16-bit value of x's type as a float.
-  __device__ static float widen_bits(unsigned short v) {
-    if constexpr (std::is_same_v<Tx, __nv_bfloat16>) {
-      return __uint_as_float(static_cast<uint32_t>(v) << 16);
-    } else {
-      return __half2float(__ushort_as_half(v));
-    }
-  }
   // compute_mma's weights as they are, without a preparation kernel: the taps of channels
   // [c0, c0 + cv), cv = min(CH, cin - c0), as rows of K in x's type (one contiguous span of d.dwp),
   // then their depthwise biases (d.dwb, or none), brought into dws by the bulk-copy engine with the
@@ -661,13 +653,14 @@ struct DwStage {
     const Tx* xrow = xs + (8 * wp) * d.xpitch + (off - sh) + 8 * g + 2 * q;
     const unsigned short* taps = reinterpret_cast<const unsigned short*>(dws);
     const unsigned short* wrow = taps + (8 * wp) * d.K;
-    const unsigned short* brow = d.dwb != nullptr ? taps + CH * d.K + 8 * wp : nullptr;
+    const Tx* brow =
+        d.dwb != nullptr ? reinterpret_cast<const Tx*>(taps + CH * d.K) + 8 * wp : nullptr;
     const int cv = raw_taps_channels(d, c0) - 8 * wp;  // this warp's channels ci < cv are live
     float acc[8][4];
 #pragma unroll
     for (int ci = 0; ci < 8; ++ci) {
       const bool live = ci < cv;
-      const float bias = live && brow != nullptr ? widen_bits(brow[ci]) : 0.0f;
+      const float bias = live && brow != nullptr ? widen<float>(brow[ci]) : 0.0f;
 #pragma unroll
       for (int r = 0; r < 4; ++r) acc[ci][r] = bias;
       const Tx* row = xrow + ci * d.xpitch;

@@ -10,6 +10,7 @@
 #include "cuda/separable_plan.cuh"
 #include "cuda/smem_opt_in.cuh"
 #include "cuda/strided_rows.cuh"
+#include "cuda/tensor_maps.cuh"
 
 #include <torch/csrc/stable/accelerator.h>
 #include <torch/csrc/stable/library.h>
@@ -81,57 +82,11 @@ DevCaps dev_caps(int device) {
 
 View3 view_of(const Tensor& t) { return View3{t.const_data_ptr(), t.stride(0), t.stride(1), t.stride(2)}; }
 
-// cuTensorMapEncodeTiled, looked up once through the runtime's driver entry point (the extension
-// does not link libcuda); nullptr where the driver does not provide it.
-using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-EncodeTiledFn tensor_map_encoder() {
-  static const EncodeTiledFn fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
-                                         &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      return EncodeTiledFn{nullptr};
-    }
-    return reinterpret_cast<EncodeTiledFn>(f);
-  }();
-  return fn;
-}
-
-// The tensor-map element type of Tx.
-template <typename Tx>
-constexpr CUtensorMapDataType tensor_map_type() {
-  return sizeof(Tx) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
-         : std::is_same_v<Tx, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                      : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-}
-
-// p.x_map: channel-first x as (L, Cin, batch) elements, box xpitch x box_ch x 1, no swizzle, zeros
-// outside; false when the driver refuses it. SEPCONV1D_WS_XTMA=0 (read per call: comparisons,
-// tests) keeps the cp.async staging.
-template <typename Tx>
-bool encode_x_map(FwdParams& p, int64_t batch, int box_ch) {
+// Whether the warp-specialised kernels may stage x through a tensor map (tensor_maps.cuh):
+// SEPCONV1D_WS_XTMA=0 (read per call: comparisons, tests) keeps the cp.async staging.
+bool x_map_allowed() {
   const char* env = std::getenv("SEPCONV1D_WS_XTMA");
-  if (env != nullptr && std::atoi(env) == 0) return false;
-  const EncodeTiledFn encode = tensor_map_encoder();
-  if (encode == nullptr) return false;
-  constexpr int64_t es = sizeof(Tx);
-  const DwParams& d = p.dw;
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(d.L), static_cast<cuuint64_t>(d.cin),
-                              static_cast<cuuint64_t>(batch)};
-  // A batch stride is required even for one batch; any multiple of 16 bytes does.
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(d.xsc * es),
-                                 static_cast<cuuint64_t>(batch > 1 ? d.xsb * es
-                                                                   : d.xsc * es * d.cin)};
-  const cuuint32_t box[3] = {static_cast<cuuint32_t>(d.xpitch), static_cast<cuuint32_t>(box_ch), 1};
-  const cuuint32_t unit[3] = {1, 1, 1};
-  return encode(&p.x_map, tensor_map_type<Tx>(), 3, const_cast<void*>(d.x), dims, strides, box, unit,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return env == nullptr || std::atoi(env) != 0;
 }
 
 // Whether the warp-specialised producers run the depthwise on the tensor cores where mma_dw_fits.
@@ -201,21 +156,9 @@ bool run_fwd_unprepared(FwdPlan& plan, const PwSource& src, const ConvGeometry& 
   const void* pw = src.pw->const_data_ptr();
   const void* dwp = src.dw->const_data_ptr();
   const void* dwb = ptr(src.dw_bias);
-  const EncodeTiledFn encode = tensor_map_encoder();
-  if (encode == nullptr || !aligned_to(pw, 16) || !aligned_to(dwp, 16) ||
-      (dwb != nullptr && !aligned_to(dwb, 16))) {
-    return false;
-  }
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(g.channels),
-                              static_cast<cuuint64_t>(g.out_channels), 1};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(g.channels * es),
-                                 static_cast<cuuint64_t>(g.channels * es * g.out_channels)};
-  const cuuint32_t box[3] = {64, 64, 1};
-  const cuuint32_t unit[3] = {1, 1, 1};
   FwdParams& p = plan.p;
-  if (encode(&p.w_map, tensor_map_type<Tx>(), 3, const_cast<void*>(pw), dims, strides, box, unit,
-             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+  if (!aligned_to(pw, 16) || !aligned_to(dwp, 16) || (dwb != nullptr && !aligned_to(dwb, 16)) ||
+      !encode_w_map<Tx>(p, pw, g.channels, g.out_channels)) {
     return false;
   }
   p.wp = nullptr;
@@ -269,7 +212,8 @@ bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
   using Tm = WsOperand<Tx>;
   const int threads = ws_threads(ws_has_loader<Tx, BN>(kG));
   if constexpr (!kXcl && kG == 0) {
-    if (ws_x_map_fits<kXcl, kG>(plan.p) && encode_x_map<Tx>(plan.p, g.batch, WsTile<Tx, BN>::BK)) {
+    if (x_map_allowed() && ws_x_map_fits<kXcl, kG>(plan.p) &&
+        encode_x_map<Tx>(plan.p, g.batch, WsTile<Tx, BN>::BK)) {
       if constexpr (mma_dw_types<Tx, Tw, BN>()) {
         if (mma_dw_fits<Tx, Tw, BN>(plan.p) && dw_mma_chosen(g.kernel_size) &&
             run_fwd_unprepared<Tx>(plan, src, g, current_stream(x),
