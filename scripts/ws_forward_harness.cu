@@ -199,10 +199,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "cuTensorMapEncodeTiled (W) failed\n");
       return 1;
     }
-    plan.p.pw_raw = pw;
-    plan.p.pwb_raw = pwb;
-    plan.p.dw.dwp = dw;
-    plan.p.dw.dwb = dwb;
+    bind_fwd_unprepared(plan.p, pw, pwb, dw, dwb);
 #endif
   }
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(plans[0].smem)));

@@ -161,12 +161,7 @@ bool run_fwd_unprepared(FwdPlan& plan, const PwSource& src, const ConvGeometry& 
       !encode_w_map<Tx>(p, pw, g.channels, g.out_channels)) {
     return false;
   }
-  p.wp = nullptr;
-  p.bias = nullptr;
-  p.pw_raw = pw;
-  p.pwb_raw = ptr(src.pw_bias);
-  p.dw.dwp = dwp;
-  p.dw.dwb = dwb;
+  bind_fwd_unprepared(p, pw, ptr(src.pw_bias), dwp, dwb);
   ensure_smem(kernel, static_cast<size_t>(plan.smem));
   kernel<<<static_cast<unsigned>(plan.blocks), threads, static_cast<size_t>(plan.smem), stream>>>(p);
   check_launch(name);

@@ -473,6 +473,19 @@ inline void bind_fwd_workspace(FwdPlan& plan, unsigned char* ws, const void* pw,
   plan.p.bias = pp.bias;
 }
 
+// Points a kDwMma launch at the weights as they are, without the workspace or the preparation
+// kernel (FwdParams::w_map must be encoded over pw): pw (Cout, Cin) rows, dw (Cin, K) rows and the
+// biases, all in x's 16-bit type; pwb and dwb may be nullptr.
+inline void bind_fwd_unprepared(FwdParams& p, const void* pw, const void* pwb, const void* dw,
+                                const void* dwb) {
+  p.wp = nullptr;
+  p.bias = nullptr;
+  p.pw_raw = pw;
+  p.pwb_raw = pwb;
+  p.dw.dwp = dw;
+  p.dw.dwb = dwb;
+}
+
 // ---- pointwise weight gradient ------------------------------------------------------------------
 
 struct DpwPlan {

@@ -312,12 +312,8 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
         // (emulated) tensor map. The workspace is poisoned to catch any read of it.
         std::fill(ws.p, ws.p + plan.ws_bytes, static_cast<unsigned char>(0xff));
         FwdPlan raw = plan;
-        raw.p.wp = nullptr;
-        raw.p.bias = nullptr;
-        raw.p.pw_raw = P.pw.data();
-        raw.p.pwb_raw = c.pwb ? P.pwb.data() : nullptr;
-        raw.p.dw.dwp = P.dw.data();
-        raw.p.dw.dwb = c.dwb ? P.dwb.data() : nullptr;
+        bind_fwd_unprepared(raw.p, P.pw.data(), c.pwb ? P.pwb.data() : nullptr, P.dw.data(),
+                            c.dwb ? P.dwb.data() : nullptr);
         sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true>, raw.blocks,
                        ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(raw.smem), raw.p);
         check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, name + " dwmma");
