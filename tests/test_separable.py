@@ -279,6 +279,33 @@ def test_producer_window_offsets_match_reference(device, monkeypatch, dtype):
                     f"K={kernel_size} pads={pads} tensor map={staging} dw mma={dw_mma} BN<={max_bn}")
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_producer_tensor_core_depthwise_long_kernels_match_reference(device, monkeypatch, dtype):
+    """Past 9 taps the producers' tensor-core depthwise runs in blocks of 16 taps, one m16n8k16
+    product each (K 10-25: 2, K 31: 3, K 63: 5), every (output, tap) pair in exactly one block:
+    kernel sizes around the block edges, every window offset, 64- and 128-position tiles, 72
+    channels (the second chunk has 8 live channels of 64), against float64."""
+    if device != "cuda":
+        pytest.skip("CUDA kernel selection")
+    tolerance = tolerance_for(dtype)
+    length, cin, cout = 1024, 72, 200
+    x = make_activation(_batch_for_one_group(length), cin, length, dtype, device, "contiguous")
+    monkeypatch.setenv("SEPCONV1D_WGMMA", "1")
+    monkeypatch.setenv("SEPCONV1D_WS_XTMA", "1")
+    monkeypatch.setenv("SEPCONV1D_WS_DWMMA", "1")
+    monkeypatch.setenv("SEPCONV1D_WS_CM", "0")
+    for max_bn in ("128", "64"):
+        monkeypatch.setenv("SEPCONV1D_WS_BN", max_bn)
+        for kernel_size in (10, 11, 16, 17, 24, 25, 31, 33, 63):
+            dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, dtype, device, True, True)
+            for pad_left in range(8):
+                pads = (pad_left, kernel_size - 1 - pad_left)
+                ref = reference_separable(x, dw, dwb, pw, pwb, 1, *pads, 1)
+                poison_allocator(device, ref.numel() * x.element_size())
+                out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding=pads)
+                assert_close_to_reference(out, ref, tolerance, f"K={kernel_size} pads={pads} BN<={max_bn}")
+
+
 def test_tf32_backward_matches_reference(device):
     """float32 with TF32 allowed, Cout = 1536 (Vocos-like): all five gradients against float64 at
     TF32-level error (on CUDA both backward GEMMs run on cuBLAS with TF32 compute)."""

@@ -43,6 +43,17 @@ struct AccOf<double> {
 
 __host__ __device__ constexpr int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 __host__ __device__ constexpr int64_t ceil_div(int64_t v, int64_t m) { return (v + m - 1) / m; }
+
+// The producers' tensor-core depthwise (DwStage::compute_mma) runs in blocks of 16 taps: how many
+// blocks cover K taps at x-window offset off (the window's first element within its 16-byte
+// vector), and one past the last window element its products read on NPOS-position tiles (the
+// plan sizes x rows to hold that; mma_dw_fits checks it).
+__host__ __device__ constexpr int mma_dw_blocks(int64_t K, int64_t off) {
+  return static_cast<int>((K + 6 + (off & 1)) / 16 + 1);
+}
+__host__ __device__ constexpr int64_t mma_dw_reach(int64_t K, int64_t off, int npos) {
+  return off - (off & 1) + 16 * (mma_dw_blocks(K, off) - 1) + (npos > 64 ? 136 : 72);
+}
 __device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // Returns v unchanged but opaque to the optimiser: index maths derived from it inside a loop body
@@ -592,14 +603,17 @@ struct DwStage {
 
   // The warp-specialised producers' depthwise of one chunk on the tensor cores: 16-bit x whose
   // depthwise weights have x's type (so rounding them to it is exact), kModeVec (stride 1,
-  // dilation 1) with K + (off & 1) <= 9 (mma_dw_fits). A channel's NPOS <= 128 outputs are one
-  // m16n8k16 product H = X D with H[i][j] = h[8 i + j]: row i of X is the 16-element window
-  // row[8 i + off_a ..] (off_a = off rounded down to even: 4-byte fragment loads), and D[m][j] =
-  // w[m - j - sh] (sh = off & 1) is the band of the K taps, zero elsewhere. Warp wp takes channels
-  // [8 wp, 8 wp + 8); a lane then holds those 8 channels at 4 positions and stores each position's
-  // 8 channels as one 16-byte unit of the transposed h row (2 bank wavefronts per quarter warp).
-  // Per 128 outputs of a channel: 4 fragment loads of x, 4 of taps, 1 MMA, 4 packs and half a
-  // store, where compute_fixed spends ~60 instructions (144 FFMA per 16 outputs and thread).
+  // dilation 1), x rows long enough for mma_dw_reach (mma_dw_fits). A channel's NPOS <= 128
+  // outputs are m16n8k16 products H = sum_b X_b D_b with H[i][j] = h[8 i + j], one per block b of
+  // 16 taps (mma_dw_blocks: 1 for K + (off & 1) <= 9, 3 for K 31, 5 for K 63): row i of X_b is the
+  // 16-element window row[8 i + 16 b + off_a ..] (off_a = off rounded down to even: 4-byte
+  // fragment loads), and D_b[m][j] = w[16 b + m - j - sh] (sh = off & 1) is that block's part of
+  // the band of the K taps, zero elsewhere; each (output, tap) pair falls in exactly one block.
+  // Warp wp takes channels [8 wp, 8 wp + 8); a lane then holds those 8 channels at 4 positions
+  // and stores each position's 8 channels as one 16-byte unit of the transposed h row (2 bank
+  // wavefronts per quarter warp). Per 128 outputs of a channel and block: 4 fragment loads of x,
+  // 4 of taps, 1 MMA; then 4 packs and half a store, where compute_fixed spends ~60 instructions
+  // (144 FFMA per 16 outputs and thread) at K 9 and the run-time-K FFMA loop ~K per output.
   // The MMA multiplies every element of X by D, zeros included: a non-finite x element turns the
   // outputs of its 16-element windows into NaN, not only those whose taps reach it (as the
   // block-Toeplitz depthwise kernels of depthwise_tc.cuh).
@@ -640,16 +654,11 @@ struct DwStage {
     static_assert(kMmaOk, "");
     const int wp = tid >> 5, lane = tid & 31, g = lane >> 2, q = lane & 3;
     const int sh = off & 1;
-    // Taps of the lane's B fragment: b0, b1 = D[2q][g], D[2q + 1][g]; b2, b3 = D[2q + 8][g],
-    // D[2q + 9][g].
-    int tix[4];
-    bool tv[4];
+    // Taps of the lane's B fragment in block 0: b0, b1 = D_0[2q][g], D_0[2q + 1][g]; b2, b3 =
+    // D_0[2q + 8][g], D_0[2q + 9][g]; block b's are 16 b further.
+    int t0[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int t = 2 * q - g - sh + (e & 1) + 8 * (e >> 1);
-      tv[e] = t >= 0 && t < d.K;
-      tix[e] = tv[e] ? t : 0;
-    }
+    for (int e = 0; e < 4; ++e) t0[e] = 2 * q - g - sh + (e & 1) + 8 * (e >> 1);
     const Tx* xrow = xs + (8 * wp) * d.xpitch + (off - sh) + 8 * g + 2 * q;
     const unsigned short* taps = reinterpret_cast<const unsigned short*>(dws);
     const unsigned short* wrow = taps + (8 * wp) * d.K;
@@ -663,23 +672,39 @@ struct DwStage {
       const float bias = live && brow != nullptr ? widen<float>(brow[ci]) : 0.0f;
 #pragma unroll
       for (int r = 0; r < 4; ++r) acc[ci][r] = bias;
-      const Tx* row = xrow + ci * d.xpitch;
-      // A fragment: rows g, g + 8 of X, columns 2q, 2q + 1 (a0, a1) and 2q + 8, 2q + 9 (a2, a3).
-      uint32_t a[4];
-      a[0] = ld_pair(row);
-      a[2] = ld_pair(row + 8);
-      if constexpr (NPOS > 64) {
-        a[1] = ld_pair(row + 64);
-        a[3] = ld_pair(row + 72);
-      } else {
-        a[1] = a[3] = 0u;  // rows 8-15 (outputs 64-127) are not stored
-      }
-      const unsigned short* w = wrow + ci * d.K;
-      uint32_t bv[4];
+    }
+    // Block b of channel ci: A fragment rows g, g + 8 of X_b, columns 2q, 2q + 1 (a0, a1) and
+    // 2q + 8, 2q + 9 (a2, a3); B fragment the lane's 4 taps of D_b.
+    auto block = [&](int b) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) bv[e] = live && tv[e] ? w[tix[e]] : 0u;
-      const uint32_t b[2] = {bv[0] | (bv[1] << 16), bv[2] | (bv[3] << 16)};
-      mma_16816<Tm>(acc[ci], a, b);
+      for (int ci = 0; ci < 8; ++ci) {
+        const Tx* row = xrow + ci * d.xpitch + 16 * b;
+        uint32_t a[4];
+        a[0] = ld_pair(row);
+        a[2] = ld_pair(row + 8);
+        if constexpr (NPOS > 64) {
+          a[1] = ld_pair(row + 64);
+          a[3] = ld_pair(row + 72);
+        } else {
+          a[1] = a[3] = 0u;  // rows 8-15 (outputs 64-127) are not stored
+        }
+        const unsigned short* w = wrow + ci * d.K;
+        uint32_t bv[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int t = t0[e] + 16 * b;
+          bv[e] = ci < cv && t >= 0 && t < d.K ? w[t] : 0u;
+        }
+        const uint32_t bf[2] = {bv[0] | (bv[1] << 16), bv[2] | (bv[3] << 16)};
+        mma_16816<Tm>(acc[ci], a, bf);
+      }
+    };
+    // One block (K <= 9) apart, so that it keeps its unrolled form (a loop cost the seed 2%).
+    const int nb = mma_dw_blocks(d.K, off);
+    if (nb == 1) {
+      block(0);
+    } else {
+      for (int b = 0; b < nb; ++b) block(b);
     }
     // acc[ci][r]: channel 8 wp + ci at output 8g + 2q + (r & 1) + 64 (r >> 1).
 #pragma unroll

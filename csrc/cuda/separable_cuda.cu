@@ -90,11 +90,12 @@ bool x_map_allowed() {
 }
 
 // Whether the warp-specialised producers run the depthwise on the tensor cores where mma_dw_fits.
-// Its cost does not depend on K, the FFMA loop's does: K 3 and 5 have compiled FFMA loops that are
-// cheaper (seed bf16, device time: K 3 92.0 us FFMA / 94.4 tensor cores, K 5 95.3 / 96.0), K 7
-// and 9 do not (97.9 / 95.8, 97.6 / 94.3), and other K take the FFMA loop with run-time taps
-// (K 4 100.0 / 95.1); csrc/NOTES.md, twenty-third session. SEPCONV1D_WS_DWMMA (read per call:
-// comparisons, tests): "0" never, "1" wherever it fits.
+// Its cost grows with K by one MMA per 16 taps, the FFMA loop's by K FMAs per output: K 3 and 5
+// have compiled FFMA loops that are cheaper (seed bf16, device time: K 3 92.0 us FFMA / 94.4
+// tensor cores, K 5 95.3 / 96.0), K 7 and 9 do not (97.9 / 95.8, 97.6 / 94.3), and other K take
+// the FFMA loop with run-time taps (K 4 100.0 / 95.1; csrc/NOTES.md, twenty-third session; harness,
+// twenty-seventh: K 17 140.2 / 107.3, K 31 170.8 / 119.6, K 63 264.0 / 149.2).
+// SEPCONV1D_WS_DWMMA (read per call: comparisons, tests): "0" never, "1" wherever it fits.
 bool dw_mma_chosen(int64_t kernel_size) {
   const char* env = std::getenv("SEPCONV1D_WS_DWMMA");
   if (env != nullptr && *env != '\0') return std::atoi(env) != 0;

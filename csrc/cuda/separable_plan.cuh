@@ -103,8 +103,12 @@ bool plan_dw(const ConvGeometry& g, const View3& x, DwParams& d, int64_t& xs_byt
   if (!kXcl) {
     if (mode == kModeVec) {
       // dw_item_vec reads at most row[NPOS - 8 + kp - 8 + 23], dw_item_vec_k (K <= 16 at compile
-      // time, TT = 16) row[NPOS - 16 + 7 + 16 + K + 5]
+      // time, TT = 16) row[NPOS - 16 + 7 + 16 + K + 5], 16-bit tiles of 64 channels may take the
+      // tensor-core depthwise (mma_dw_reach; offset as in mma_dw_fits).
       need = std::max<int64_t>(NPOS + kp + 8, NPOS + K + 13);
+      if (es == 2 && CH == 64 && (NPOS == 128 || NPOS == 64)) {
+        need = std::max<int64_t>(need, mma_dw_reach(K, (-g.pad_left) & 7, NPOS));
+      }
     } else if (mode == kModeWin) {
       need = kV + je - 1 + (K - 1) * dl;  // off < kV, window (je - 1) + (K - 1) * dl
     } else {
@@ -396,9 +400,9 @@ bool ws_x_map_fits(const FwdParams& p) {
 // Whether a kXTma kernel's producers may run the depthwise on the tensor cores
 // (sep_fwd_ws_kernel<..., kDwMma>, DwStage::compute_mma): 16-bit x with depthwise weights of the
 // same type (exact as MMA operands; float32 weights keep the FFMA depthwise), 64- or 128-position
-// tiles, stride 1 and dilation 1 (kModeVec), and the K taps plus the window offset's parity
-// within the 16 columns of one m16n8k16 product (every item has the offset of item 0: BN x stride
-// is a multiple of 8).
+// tiles, stride 1 and dilation 1 (kModeVec), and x rows that hold every window element the
+// products read (mma_dw_reach of K at the window offset; every item has the offset of item 0:
+// BN x stride is a multiple of 8).
 // mma_dw_types: the compile-time part (which kernels are instantiated with kDwMma at all).
 template <typename Tx, typename Tw, int BN>
 constexpr bool mma_dw_types() {
@@ -410,7 +414,7 @@ bool mma_dw_fits(const FwdParams& p) {
     return false;
   } else {
     const int64_t off = (-static_cast<int64_t>(p.dw.pad_left)) & 7;
-    return p.dw.mode == kModeVec && p.dw.K >= 1 && p.dw.K + (off & 1) <= 9;
+    return p.dw.mode == kModeVec && p.dw.K >= 1 && mma_dw_reach(p.dw.K, off, BN) <= p.dw.xpitch;
   }
 }
 
