@@ -1,7 +1,7 @@
 """One fused separable forward per operand type (bf16, fp16, TF32) and x layout, at a shape that takes
 the warp-specialised wgmma kernel on H100/H200, its tensor-core depthwise with biases and a ragged
-last channel chunk, three shapes on its chunk-major form, and the backward in batch chunks, for
-compute-sanitizer:
+last channel chunk (K 7, 17, 31: one to three blocks of 16 taps), three shapes on its chunk-major
+form, and the backward in batch chunks, for compute-sanitizer:
 
     compute-sanitizer --tool racecheck python3 -P scripts/separable_race.py
 
@@ -36,14 +36,15 @@ def main() -> None:
             torch.cuda.synchronize()
             print(dtype, "channels_last" if channels_last else "contiguous", tuple(y.shape))
     # The tensor-core depthwise reading the weights as they are, with both biases and a last chunk
-    # of channels partly past Cin (136 = 64 + 64 + 8).
-    for dtype in (torch.bfloat16, torch.float16):
+    # of channels partly past Cin (136 = 64 + 64 + 8); K 7 in one block of 16 taps, K 17 and 31 in
+    # 2 and 3.
+    for dtype, k in ((torch.bfloat16, 7), (torch.float16, 7), (torch.float16, 17), (torch.bfloat16, 31)):
         x = torch.randn(32, 136, 1000, device="cuda", dtype=dtype)
-        dw, dwb = torch.randn(136, 1, 7, device="cuda", dtype=dtype), torch.randn(136, device="cuda", dtype=dtype)
+        dw, dwb = torch.randn(136, 1, k, device="cuda", dtype=dtype), torch.randn(136, device="cuda", dtype=dtype)
         pw, pwb = torch.randn(300, 136, 1, device="cuda", dtype=dtype), torch.randn(300, device="cuda", dtype=dtype)
         y = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
         torch.cuda.synchronize()
-        print(dtype, "Cin 136 with biases", tuple(y.shape))
+        print(dtype, f"Cin 136 K {k} with biases", tuple(y.shape))
     # The chunk-major form (the h ring of an item does not fit): Cin 1024, and Cin 520 with a long
     # dilated window; 3 Cout tiles, so one block has 2 passes side by side and another 1.
     for dtype, cin, k, dilation in ((torch.float32, 1024, 11, 1), (torch.float32, 520, 87, 2),

@@ -203,8 +203,8 @@ def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel
     """Every CUDA forward kernel of 16-bit x: on compute capability 9.0 the warp-specialised wgmma
     kernel serves Cout > 128 (pass-major on BN 128 tiles where the h ring fits, with the W loader
     warpgroup, and two-chunk steps for channel-first x with an even chunk count, e.g. Cin 100 and
-    256; else chunk-major or BN 64; where x comes by tensor map and K <= 9, the depthwise on the
-    tensor cores); "sc1" keeps one chunk per step; "cm" puts every case on the chunk-major form;
+    256; else chunk-major or BN 64; where x comes by tensor map, the depthwise on the tensor
+    cores in blocks of 16 taps); "sc1" keeps one chunk per step; "cm" puts every case on the chunk-major form;
     "noxtma" stages x by cp.async where a tensor map would do; "nodwmma" keeps the depthwise on
     the CUDA cores; SEPCONV1D_WGMMA=uniform selects
     the uniform wgmma kernel (stride 1) and SEPCONV1D_WGMMA=0 the mma.sync kernel. Odd Cin/Cout,
@@ -249,8 +249,9 @@ def test_producer_window_offsets_match_reference(device, monkeypatch, dtype):
     """The warp-specialised forward on 16-byte-aligned channel-first rows fixes the kernel size (3,
     5, 7, 9) and the window's offset within the 16-byte vector (left padding mod 8 for 16-bit x,
     mod 4 for float32) once per kernel, not per chunk; with 16-bit weights its producers run the
-    depthwise on the tensor cores where K + (offset mod 2) <= 9 (by default not for K 3 and 5,
-    whose compiled FFMA loops are faster; SEPCONV1D_WS_DWMMA=1 forces it). Every pair of kernel
+    depthwise on the tensor cores, one block of 16 taps where K + (offset mod 2) <= 9 (by default
+    not for K 3 and 5, whose compiled FFMA loops are faster; SEPCONV1D_WS_DWMMA=1 forces it; more
+    taps: the next test). Every pair of kernel
     size (1 to 9) and offset here, with the x tensor map (tensor-core depthwise forced on, off)
     and with cp.async staging, on 64- and 128-position tiles, against float64 (float32 on
     TF32)."""

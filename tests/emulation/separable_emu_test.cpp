@@ -592,6 +592,12 @@ int main(int argc, char** argv) {
       // Cin (136: a 64-channel box half outside) and Cout (200, 130), no depthwise bias.
       {2, {2, 136, 200, 304, 7, 1, 1, 3, 3, false, 0, true, true, 48}},
       {0, {1, 192, 130, 264, 9, 1, 1, 4, 4, false, 0, false, true, 49}},
+      // ... past 9 taps, in blocks of 16 (mma_dw_blocks): K 17 at offset 0 (2 blocks), K 31 at an
+      // odd offset with padded channels (3), K 63 at offset 2 (5), K 11 at an odd offset (2).
+      {0, {2, 72, 200, 264, 17, 1, 1, 8, 8, false, 0, true, true, 50}},
+      {2, {1, 100, 260, 300, 31, 1, 1, 15, 15, false, 0, true, true, 51}},
+      {0, {1, 64, 200, 200, 63, 1, 1, 30, 32, false, 0, true, false, 52}},
+      {2, {2, 136, 200, 304, 11, 1, 1, 5, 5, false, 0, true, true, 53}},
   };
   std::mt19937_64 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
