@@ -204,10 +204,10 @@ def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel
     kernel serves Cout > 128 (pass-major on BN 128 tiles where the h ring fits, with the W loader
     warpgroup, and two-chunk steps for channel-first x with an even chunk count, e.g. Cin 100 and
     256; else chunk-major or BN 64; where x comes by tensor map, the depthwise on the tensor
-    cores in blocks of 16 taps); "sc1" keeps one chunk per step; "cm" puts every case on the chunk-major form;
-    "noxtma" stages x by cp.async where a tensor map would do; "nodwmma" keeps the depthwise on
-    the CUDA cores; SEPCONV1D_WGMMA=uniform selects
-    the uniform wgmma kernel (stride 1) and SEPCONV1D_WGMMA=0 the mma.sync kernel. Odd Cin/Cout,
+    cores in blocks of 16 taps); "sc1" keeps one chunk per step; "cm" puts every case on the
+    chunk-major form; "noxtma" stages x by cp.async where a tensor map would do; "nodwmma" keeps
+    the depthwise on the CUDA cores; SEPCONV1D_WGMMA=uniform selects the uniform wgmma kernel
+    (stride 1) and SEPCONV1D_WGMMA=0 the mma.sync kernel. Odd Cin/Cout,
     ragged position tiles, K = 1 (no depthwise taps) to 31, stride 2, dilation 2, both layouts,
     batches of many items per block; rows of 1032 / 2048 positions (16-byte aligned: the
     warp-specialised producers stage x through a tensor map) and odd ones (cp.async)."""
@@ -251,10 +251,9 @@ def test_producer_window_offsets_match_reference(device, monkeypatch, dtype):
     mod 4 for float32) once per kernel, not per chunk; with 16-bit weights its producers run the
     depthwise on the tensor cores, one block of 16 taps where K + (offset mod 2) <= 9 (by default
     not for K 3 and 5, whose compiled FFMA loops are faster; SEPCONV1D_WS_DWMMA=1 forces it; more
-    taps: the next test). Every pair of kernel
-    size (1 to 9) and offset here, with the x tensor map (tensor-core depthwise forced on, off)
-    and with cp.async staging, on 64- and 128-position tiles, against float64 (float32 on
-    TF32)."""
+    taps: the next test). Every pair of kernel size (1 to 9) and offset here, with the x tensor
+    map (tensor-core depthwise forced on, off) and with cp.async staging, on 64- and 128-position
+    tiles, against float64 (float32 on TF32)."""
     if device != "cuda":
         pytest.skip("CUDA kernel selection")
     torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py

@@ -44,6 +44,10 @@ struct Carve {
   }
 };
 
+// The x-window offset of the tensor-core depthwise (16-bit x, stride 1): the window's first element
+// within its 16-byte vector, the same for every item (BN is a multiple of 8).
+inline int64_t mma_dw_offset(int64_t pad_left) { return (-pad_left) & 7; }
+
 // Where the depthwise part of a kernel reads x and how much shared memory its staging needs, for
 // chunks of CH channels x NPOS outputs. False when the window does not fit 32-bit indexing.
 template <typename Tx, int CH, int NPOS, bool kXcl, int TT = kT>
@@ -104,10 +108,10 @@ bool plan_dw(const ConvGeometry& g, const View3& x, DwParams& d, int64_t& xs_byt
     if (mode == kModeVec) {
       // dw_item_vec reads at most row[NPOS - 8 + kp - 8 + 23], dw_item_vec_k (K <= 16 at compile
       // time, TT = 16) row[NPOS - 16 + 7 + 16 + K + 5], 16-bit tiles of 64 channels may take the
-      // tensor-core depthwise (mma_dw_reach; offset as in mma_dw_fits).
+      // tensor-core depthwise (mma_dw_reach).
       need = std::max<int64_t>(NPOS + kp + 8, NPOS + K + 13);
       if (es == 2 && CH == 64 && (NPOS == 128 || NPOS == 64)) {
-        need = std::max<int64_t>(need, mma_dw_reach(K, (-g.pad_left) & 7, NPOS));
+        need = std::max<int64_t>(need, mma_dw_reach(K, mma_dw_offset(g.pad_left), NPOS));
       }
     } else if (mode == kModeWin) {
       need = kV + je - 1 + (K - 1) * dl;  // off < kV, window (je - 1) + (K - 1) * dl
@@ -401,8 +405,7 @@ bool ws_x_map_fits(const FwdParams& p) {
 // (sep_fwd_ws_kernel<..., kDwMma>, DwStage::compute_mma): 16-bit x with depthwise weights of the
 // same type (exact as MMA operands; float32 weights keep the FFMA depthwise), 64- or 128-position
 // tiles, stride 1 and dilation 1 (kModeVec), and x rows that hold every window element the
-// products read (mma_dw_reach of K at the window offset; every item has the offset of item 0:
-// BN x stride is a multiple of 8).
+// products read (mma_dw_reach of K at mma_dw_offset).
 // mma_dw_types: the compile-time part (which kernels are instantiated with kDwMma at all).
 template <typename Tx, typename Tw, int BN>
 constexpr bool mma_dw_types() {
@@ -413,8 +416,8 @@ bool mma_dw_fits(const FwdParams& p) {
   if constexpr (!mma_dw_types<Tx, Tw, BN>()) {
     return false;
   } else {
-    const int64_t off = (-static_cast<int64_t>(p.dw.pad_left)) & 7;
-    return p.dw.mode == kModeVec && p.dw.K >= 1 && mma_dw_reach(p.dw.K, off, BN) <= p.dw.xpitch;
+    return p.dw.mode == kModeVec && p.dw.K >= 1 &&
+           mma_dw_reach(p.dw.K, mma_dw_offset(p.dw.pad_left), BN) <= p.dw.xpitch;
   }
 }
 
