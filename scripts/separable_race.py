@@ -1,7 +1,7 @@
 """One fused separable forward per operand type (bf16, fp16, TF32) and x layout, at a shape that takes
 the warp-specialised wgmma kernel on H100/H200, its tensor-core depthwise with biases and a ragged
-last channel chunk (K 7, 17, 31: one to three blocks of 16 taps), three shapes on its chunk-major
-form, and the backward in batch chunks, for compute-sanitizer:
+last channel chunk (K 7, 17, 31: one to three blocks of 16 taps), five shapes on its chunk-major
+form (two with the tensor-core depthwise), and the backward in batch chunks, for compute-sanitizer:
 
     compute-sanitizer --tool racecheck python3 -P scripts/separable_race.py
 
@@ -36,15 +36,20 @@ def main() -> None:
             torch.cuda.synchronize()
             print(dtype, "channels_last" if channels_last else "contiguous", tuple(y.shape))
     # The tensor-core depthwise reading the weights as they are, with both biases and a last chunk
-    # of channels partly past Cin (136 = 64 + 64 + 8); K 7 in one block of 16 taps, K 17 and 31 in
-    # 2 and 3.
-    for dtype, k in ((torch.bfloat16, 7), (torch.float16, 7), (torch.float16, 17), (torch.bfloat16, 31)):
-        x = torch.randn(32, 136, 1000, device="cuda", dtype=dtype)
-        dw, dwb = torch.randn(136, 1, k, device="cuda", dtype=dtype), torch.randn(136, device="cuda", dtype=dtype)
-        pw, pwb = torch.randn(300, 136, 1, device="cuda", dtype=dtype), torch.randn(300, device="cuda", dtype=dtype)
+    # of channels partly past Cin (136 = 64 + 64 + 8, 520 = 8 x 64 + 8); K 7 in one block of 16
+    # taps, K 17, 31 and 63 in 2, 3 and 5. Pass-major (Cin 136), and chunk-major (Cin 520; x by
+    # tensor map, W as boxes of the raw weights refilled by the consumers).
+    for dtype, batch, cin, k, cm in ((torch.bfloat16, 32, 136, 7, "0"), (torch.float16, 32, 136, 7, "0"),
+                                     (torch.float16, 32, 136, 17, "0"), (torch.bfloat16, 32, 136, 31, "0"),
+                                     (torch.bfloat16, 4, 520, 31, "1"), (torch.float16, 4, 520, 63, "1")):
+        os.environ["SEPCONV1D_WS_CM"] = cm
+        x = torch.randn(batch, cin, 1000, device="cuda", dtype=dtype)
+        dw, dwb = torch.randn(cin, 1, k, device="cuda", dtype=dtype), torch.randn(cin, device="cuda", dtype=dtype)
+        pw, pwb = torch.randn(300, cin, 1, device="cuda", dtype=dtype), torch.randn(300, device="cuda", dtype=dtype)
         y = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
         torch.cuda.synchronize()
-        print(dtype, f"Cin 136 K {k} with biases", tuple(y.shape))
+        print(dtype, f"Cin {cin} K {k} with biases", "chunk-major" if cm == "1" else "pass-major", tuple(y.shape))
+    del os.environ["SEPCONV1D_WS_CM"]
     # The chunk-major form (the h ring of an item does not fit): Cin 1024, and Cin 520 with a long
     # dilated window; 3 Cout tiles, so one block has 2 passes side by side and another 1.
     for dtype, cin, k, dilation in ((torch.float32, 1024, 11, 1), (torch.float32, 520, 87, 2),

@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "this shape does not take the BN %d, %d-chunk-step plan\n", BN, kSC);
       return 1;
     }
-    if (!ws_x_map_fits<false, 0>(plan.p)) {
+    if (!ws_x_map_fits<false>(plan.p)) {
       std::fprintf(stderr, "x's window does not fit a tensor-map box\n");
       return 1;
     }

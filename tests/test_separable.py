@@ -253,7 +253,8 @@ def test_producer_window_offsets_match_reference(device, monkeypatch, dtype):
     not for K 3 and 5, whose compiled FFMA loops are faster; SEPCONV1D_WS_DWMMA=1 forces it; more
     taps: the next test). Every pair of kernel size (1 to 9) and offset here, with the x tensor
     map (tensor-core depthwise forced on, off) and with cp.async staging, on 64- and 128-position
-    tiles, against float64 (float32 on TF32)."""
+    tiles, on the chunk-major form (which takes the tensor map only with the tensor-core
+    depthwise), against float64 (float32 on TF32)."""
     if device != "cuda":
         pytest.skip("CUDA kernel selection")
     torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py
@@ -261,12 +262,13 @@ def test_producer_window_offsets_match_reference(device, monkeypatch, dtype):
     length, cin, cout = 1024, 72, 200
     x = make_activation(_batch_for_one_group(length), cin, length, dtype, device, "contiguous")
     monkeypatch.setenv("SEPCONV1D_WGMMA", "1")
-    for staging, dw_mma, max_bn in (("1", "1", "128"), ("1", "1", "64"), ("1", "0", "128"),
-                                    ("0", "1", "128")):
+    for staging, dw_mma, max_bn, cm in (("1", "1", "128", "0"), ("1", "1", "64", "0"),
+                                        ("1", "0", "128", "0"), ("0", "1", "128", "0"),
+                                        ("1", "1", "128", "1")):
         monkeypatch.setenv("SEPCONV1D_WS_XTMA", staging)
         monkeypatch.setenv("SEPCONV1D_WS_DWMMA", dw_mma)
         monkeypatch.setenv("SEPCONV1D_WS_BN", max_bn)
-        monkeypatch.setenv("SEPCONV1D_WS_CM", "0")
+        monkeypatch.setenv("SEPCONV1D_WS_CM", cm)
         for kernel_size in range(1, 10):
             dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, dtype, device, True, True)
             for pad_left in range(8):
@@ -276,15 +278,18 @@ def test_producer_window_offsets_match_reference(device, monkeypatch, dtype):
                 out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding=pads)
                 assert_close_to_reference(
                     out, ref, tolerance,
-                    f"K={kernel_size} pads={pads} tensor map={staging} dw mma={dw_mma} BN<={max_bn}")
+                    f"K={kernel_size} pads={pads} tensor map={staging} dw mma={dw_mma} BN<={max_bn} "
+                    f"chunk-major first={cm}")
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_producer_tensor_core_depthwise_long_kernels_match_reference(device, monkeypatch, dtype):
     """Past 9 taps the producers' tensor-core depthwise runs in blocks of 16 taps, one m16n8k16
     product each (K 10-25: 2, K 31: 3, K 63: 5), every (output, tap) pair in exactly one block:
-    kernel sizes around the block edges, every window offset, 64- and 128-position tiles, 72
-    channels (the second chunk has 8 live channels of 64), against float64."""
+    kernel sizes around the block edges, every window offset, pass-major 64- and 128-position
+    tiles and the chunk-major form (2 Cout passes side by side, W as boxes of the raw weights
+    refilled by the consumers), 72 channels (the second chunk has 8 live channels of 64), against
+    float64."""
     if device != "cuda":
         pytest.skip("CUDA kernel selection")
     tolerance = tolerance_for(dtype)
@@ -293,9 +298,9 @@ def test_producer_tensor_core_depthwise_long_kernels_match_reference(device, mon
     monkeypatch.setenv("SEPCONV1D_WGMMA", "1")
     monkeypatch.setenv("SEPCONV1D_WS_XTMA", "1")
     monkeypatch.setenv("SEPCONV1D_WS_DWMMA", "1")
-    monkeypatch.setenv("SEPCONV1D_WS_CM", "0")
-    for max_bn in ("128", "64"):
+    for max_bn, cm in (("128", "0"), ("64", "0"), ("128", "1")):
         monkeypatch.setenv("SEPCONV1D_WS_BN", max_bn)
+        monkeypatch.setenv("SEPCONV1D_WS_CM", cm)
         for kernel_size in (10, 11, 16, 17, 24, 25, 31, 33, 63):
             dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, dtype, device, True, True)
             for pad_left in range(8):
@@ -303,7 +308,8 @@ def test_producer_tensor_core_depthwise_long_kernels_match_reference(device, mon
                 ref = reference_separable(x, dw, dwb, pw, pwb, 1, *pads, 1)
                 poison_allocator(device, ref.numel() * x.element_size())
                 out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding=pads)
-                assert_close_to_reference(out, ref, tolerance, f"K={kernel_size} pads={pads} BN<={max_bn}")
+                assert_close_to_reference(out, ref, tolerance,
+                                          f"K={kernel_size} pads={pads} BN<={max_bn} chunk-major first={cm}")
 
 
 def test_tf32_backward_matches_reference(device):

@@ -207,20 +207,27 @@ bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
   if (!ok) return false;
   using Tm = WsOperand<Tx>;
   const int threads = ws_threads(ws_has_loader<Tx, BN>(kG));
-  if constexpr (!kXcl && kG == 0) {
-    if (x_map_allowed() && ws_x_map_fits<kXcl, kG>(plan.p) &&
+  // Channel-first x by tensor map where it fits; then the tensor-core depthwise where it fits and
+  // is chosen. Chunk-major kernels take the map only with that depthwise (their FFMA producers keep
+  // cp.async staging: x is not what bounds them).
+  if constexpr (!kXcl) {
+    const bool dw_mma = mma_dw_fits<Tx, Tw, BN>(plan.p) && dw_mma_chosen(g.kernel_size);
+    if (x_map_allowed() && ws_x_map_fits<kXcl>(plan.p) && (kG == 0 || dw_mma) &&
         encode_x_map<Tx>(plan.p, g.batch, WsTile<Tx, BN>::BK)) {
       if constexpr (mma_dw_types<Tx, Tw, BN>()) {
-        if (mma_dw_fits<Tx, Tw, BN>(plan.p) && dw_mma_chosen(g.kernel_size) &&
+        if (dw_mma &&
             run_fwd_unprepared<Tx>(plan, src, g, current_stream(x),
                                    sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true>, threads,
                                    "sep_fwd_ws_kernel")) {
           return true;
         }
       }
-      run_fwd_plan<Tw, Tm, float, sizeof(Tm) == 4>(
-          plan, x, src, sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true>, threads, "sep_fwd_ws_kernel");
-      return true;
+      if constexpr (kG == 0) {
+        run_fwd_plan<Tw, Tm, float, sizeof(Tm) == 4>(plan, x, src,
+                                                     sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true>,
+                                                     threads, "sep_fwd_ws_kernel");
+        return true;
+      }
     }
   }
   run_fwd_plan<Tw, Tm, float, sizeof(Tm) == 4>(plan, x, src,

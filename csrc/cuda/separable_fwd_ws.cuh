@@ -137,23 +137,28 @@ using WsTile =
 // kSC (pass-major only): h chunks per consumer step. Each step waits once for its W stage (kSC
 // chunks of the warpgroup's rows, one bulk copy), issues kSC x BK / k16 wgmmas and releases the step
 // before: at kSC 2 the per-step waits, release and copy issue are spread over twice the products.
-// kXTma (channel-first pass-major only; the host checks ws_x_map_fits and encodes p.x_map): x by
-// the copy engine through the tensor map (seed bf16 109 -> 99 us). A template parameter, not a
-// run-time flag: with the flag the other kernels lost 2-11% (a TF32 producer spilled).
+// kXTma (channel-first; pass-major, or chunk-major with kDwMma; the host checks ws_x_map_fits and
+// encodes p.x_map): x by the copy engine through the tensor map (seed bf16 109 -> 99 us). A
+// template parameter, not a run-time flag: with the flag the other kernels lost 2-11% (a TF32
+// producer spilled).
 // kDwMma (kXTma kernels of 16-bit x with weights of x's type; the host checks mma_dw_fits): the
-// producers run the depthwise on the tensor cores (DwStage::compute_mma) instead of FFMAs.
+// producers run the depthwise on the tensor cores (DwStage::compute_mma) instead of FFMAs, and W
+// comes as boxes of the raw weights through p.w_map (by the loader, or in chunk-major kernels by
+// the consumers' refill), so no preparation kernel runs.
 template <typename Tx, int BN, bool kXcl, int kG = 0, int kSC = 1, bool kXTma = false,
           bool kDwMma = false>
 __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
     sep_fwd_ws_kernel(const __grid_constant__ FwdParams p) {
   static_assert(kSC == 1 || (kSC == 2 && kG == 0), "multi-chunk steps are pass-major only");
-  static_assert(!kXTma || (!kXcl && kG == 0), "x by tensor map: channel-first, pass-major");
+  static_assert(!kXTma || (!kXcl && (kG == 0 || kDwMma)),
+                "x by tensor map: channel-first, pass-major or with the tensor-core depthwise");
   using Tile = WsTile<Tx, BN>;
   using Tm = WsOperand<Tx>;
   constexpr int BM = Tile::BM, BK = Tile::BK;
   using Dw = DwStage<Tx, Tm, Tile::kTf32, BK, BN, Tile::HP, kXcl, Tile::kItemT, true, kWsProducers>;
   static_assert(!kDwMma || (kXTma && Dw::kMmaOk), "tensor-core depthwise: 16-bit kXTma kernels");
-  static_assert(!kDwMma || ws_has_loader<Tx, BN>(kG), "kDwMma: W through w_map by the loader");
+  static_assert(!kDwMma || kSC == 1 || ws_has_loader<Tx, BN>(kG),
+                "kDwMma: W through w_map, one chunk per box");
 
   SEP_DYNAMIC_SMEM(smem_raw);
   // wgmma's swizzle atoms need 1024-byte-aligned buffers: the plan adds 1024 bytes of slack.
@@ -438,8 +443,13 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
     if (ld_item >= p.n_items) return;
     if (w_issuer) {
       mbar_arrive_expect_tx(w_full_wg + stage, kPartBytes);
-      bulk_copy_to_shared(smem + p.sm_w[0] + stage * p.w_bytes + wn * kPartBytes,
-                          w_src(mt0 + ld_ps, wn, ld_k), kPartBytes, w_full_wg + stage);
+      unsigned char* dst = smem + p.sm_w[0] + stage * p.w_bytes + wn * kPartBytes;
+      if constexpr (kDwMma) {  // kSC == 1: one box of the raw weights (no preparation kernel)
+        load_w_box<Tx>(p, reinterpret_cast<Tx*>(dst), ld_k * BK, (2 * (mt0 + ld_ps) + wn) * kWsRows,
+                       w_full_wg + stage);
+      } else {
+        bulk_copy_to_shared(dst, w_src(mt0 + ld_ps, wn, ld_k), kPartBytes, w_full_wg + stage);
+      }
     }
     if constexpr (kG > 0) {
       if (++ld_ps == passes) {

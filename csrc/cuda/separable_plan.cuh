@@ -393,12 +393,12 @@ bool plan_fwd_ws(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, in
 }
 
 // Whether the warp-specialised producers may stage x through a tensor map (the kXTma kernels; the
-// host then encodes FwdParams::x_map): pass-major, channel-first rows 16-byte aligned (the layout
-// of the 16-byte staging, which the box reproduces), a window of at most 256 positions (a box
-// dimension's limit).
-template <bool kXcl, int kG>
+// host then encodes FwdParams::x_map): channel-first rows 16-byte aligned (the layout of the
+// 16-byte staging, which the box reproduces), a window of at most 256 positions (a box
+// dimension's limit). Chunk-major kernels take it only with the tensor-core depthwise.
+template <bool kXcl>
 bool ws_x_map_fits(const FwdParams& p) {
-  return !kXcl && kG == 0 && p.dw.vec_load == kLoadVec16 && p.dw.xpitch <= 256;
+  return !kXcl && p.dw.vec_load == kLoadVec16 && p.dw.xpitch <= 256;
 }
 
 // Whether a kXTma kernel's producers may run the depthwise on the tensor cores

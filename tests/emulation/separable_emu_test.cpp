@@ -281,28 +281,34 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
              : !plan_fwd_ws<Tx, BN, kXcl, kSC>(g, P.x.view(), y.ptr(), y.sb, y.sc, y.sl, caps, plan)) {
     return;
   }
-  // Where x's tensor map fits, the host encodes it and runs the kXTma kernel (launch_fwd_ws); the
-  // emulated copy reads x directly with the map's semantics.
-  const bool x_tma = ws_x_map_fits<kXcl, kG>(plan.p);
+  // Where x's tensor map fits, the host encodes it and runs a kXTma kernel (launch_fwd_ws: pass-major
+  // always, chunk-major only with the tensor-core depthwise); the emulated copy reads x directly
+  // with the map's semantics. With depthwise weights of x's 16-bit type the host runs the
+  // tensor-core depthwise (mma_dw_fits; kDwMma) where pw's rows are a multiple of 16 bytes
+  // (run_fwd_unprepared); the FFMA kernel the host would run otherwise runs here as well.
+  const bool map_fits = ws_x_map_fits<kXcl>(plan.p);
+  const bool dw_mma = map_fits && mma_dw_fits<Tx, Tw, BN>(plan.p) && (c.Cin * sizeof(Tw)) % 16 == 0;
+  const bool x_tma = map_fits && (kG == 0 || dw_mma);
   Buf ws(plan.ws_bytes);
   bind_fwd_workspace(plan, ws.p, P.pw.data(), c.Cin, 1, c.pwb ? P.pwb.data() : nullptr,
                      P.dw.data(), c.dwb ? P.dwb.data() : nullptr, false);
   using Tm = WsOperand<Tx>;
   sepemu::launch(sep_prep_kernel<Tw, Tm, float, sizeof(Tm) == 4>, plan.prep_blocks, 256, 0, plan.pp);
-  // With depthwise weights of x's 16-bit type the host runs the tensor-core depthwise
-  // (mma_dw_fits; kDwMma) where pw's rows are a multiple of 16 bytes (run_fwd_unprepared); the
-  // FFMA kXTma kernel, which float32 weights take, runs here as well.
-  const bool dw_mma = x_tma && mma_dw_fits<Tx, Tw, BN>(plan.p) && (c.Cin * sizeof(Tw)) % 16 == 0;
   const std::string name = "wgmma-ws 128x" + std::to_string(BN) +
                            (kG > 0 ? " chunk-major x" + std::to_string(plan.p.ppg) : "") + " sc" +
-                           std::to_string(kSC) + (x_tma ? " xtma" : "") + " stages" +
+                           std::to_string(kSC) + (x_tma && kG == 0 ? " xtma" : "") + " stages" +
                            std::to_string(plan.p.w_stages) + " hslots" +
                            std::to_string(plan.p.h_slots);
   constexpr int kCheckGemm = sizeof(Tm) == 4 ? kGemmTf32 : kGemmWg;
-  if constexpr (!kXcl && kG == 0) {
+  if constexpr (!kXcl) {
     if (x_tma) {
-      sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true>, plan.blocks,
-                     ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(plan.smem), plan.p);
+      if constexpr (kG == 0) {
+        sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true>, plan.blocks,
+                       ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(plan.smem), plan.p);
+      } else {  // chunk-major FFMA producers stage x with cp.async
+        sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC>, plan.blocks,
+                       ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(plan.smem), plan.p);
+      }
     }
     if constexpr (mma_dw_types<Tx, Tw, BN>()) {
       if (dw_mma) {
@@ -316,7 +322,7 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
                             c.dwb ? P.dwb.data() : nullptr);
         sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true>, raw.blocks,
                        ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(raw.smem), raw.p);
-        check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, name + " dwmma");
+        check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, name + (kG > 0 ? " xtma" : "") + " dwmma");
         return;
       }
     }
