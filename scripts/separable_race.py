@@ -38,17 +38,21 @@ def main() -> None:
     # The tensor-core depthwise reading the weights as they are, with both biases and a last chunk
     # of channels partly past Cin (136 = 64 + 64 + 8, 520 = 8 x 64 + 8); K 7 in one block of 16
     # taps, K 17, 31 and 63 in 2, 3 and 5. Pass-major (Cin 136), and chunk-major (Cin 520; x by
-    # tensor map, W as boxes of the raw weights refilled by the consumers).
-    for dtype, batch, cin, k, cm in ((torch.bfloat16, 32, 136, 7, "0"), (torch.float16, 32, 136, 7, "0"),
-                                     (torch.float16, 32, 136, 17, "0"), (torch.bfloat16, 32, 136, 31, "0"),
-                                     (torch.bfloat16, 4, 520, 31, "1"), (torch.float16, 4, 520, 63, "1")):
+    # tensor map, W as boxes of the raw weights refilled by the consumers); rows of 1001 (not
+    # 16-byte aligned: staged in 4-byte pairs, alternating parity) on both forms.
+    for dtype, batch, cin, k, length, cm in (
+            (torch.bfloat16, 32, 136, 7, 1000, "0"), (torch.float16, 32, 136, 7, 1000, "0"),
+            (torch.float16, 32, 136, 17, 1000, "0"), (torch.bfloat16, 32, 136, 31, 1000, "0"),
+            (torch.bfloat16, 4, 520, 31, 1000, "1"), (torch.float16, 4, 520, 63, 1000, "1"),
+            (torch.bfloat16, 32, 136, 31, 1001, "0"), (torch.float16, 4, 520, 63, 1001, "1")):
         os.environ["SEPCONV1D_WS_CM"] = cm
-        x = torch.randn(batch, cin, 1000, device="cuda", dtype=dtype)
+        x = torch.randn(batch, cin, length, device="cuda", dtype=dtype)
         dw, dwb = torch.randn(cin, 1, k, device="cuda", dtype=dtype), torch.randn(cin, device="cuda", dtype=dtype)
         pw, pwb = torch.randn(300, cin, 1, device="cuda", dtype=dtype), torch.randn(300, device="cuda", dtype=dtype)
         y = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
         torch.cuda.synchronize()
-        print(dtype, f"Cin {cin} K {k} with biases", "chunk-major" if cm == "1" else "pass-major", tuple(y.shape))
+        print(dtype, f"Cin {cin} K {k} L {length} with biases", "chunk-major" if cm == "1" else "pass-major",
+              tuple(y.shape))
     del os.environ["SEPCONV1D_WS_CM"]
     # The chunk-major form (the h ring of an item does not fit): Cin 1024, and Cin 520 with a long
     # dilated window; 3 Cout tiles, so one block has 2 passes side by side and another 1.

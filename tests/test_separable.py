@@ -244,6 +244,15 @@ def test_tf32_forward_kernels_match_reference(device, monkeypatch, kernel_choice
     _check_forward_cases(cases, torch.float32, device, TF32_TOLERANCE)
 
 
+def _check_biased_case(x, cout, kernel_size, pads, tolerance, label):
+    """One stride-1 forward with fresh weights and both biases, poisoned output, against float64."""
+    dw, dwb, pw, pwb = _weights(x.shape[1], cout, kernel_size, x.dtype, x.device, True, True)
+    ref = reference_separable(x, dw, dwb, pw, pwb, 1, *pads, 1)
+    poison_allocator(x.device.type, ref.numel() * x.element_size())
+    out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding=pads)
+    assert_close_to_reference(out, ref, tolerance, label)
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 def test_producer_window_offsets_match_reference(device, monkeypatch, dtype):
     """The warp-specialised forward on 16-byte-aligned channel-first rows fixes the kernel size (3,
@@ -270,16 +279,11 @@ def test_producer_window_offsets_match_reference(device, monkeypatch, dtype):
         monkeypatch.setenv("SEPCONV1D_WS_BN", max_bn)
         monkeypatch.setenv("SEPCONV1D_WS_CM", cm)
         for kernel_size in range(1, 10):
-            dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, dtype, device, True, True)
             for pad_left in range(8):
                 pads = (pad_left, (pad_left * 3) % 5)
-                ref = reference_separable(x, dw, dwb, pw, pwb, 1, *pads, 1)
-                poison_allocator(device, ref.numel() * x.element_size())
-                out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding=pads)
-                assert_close_to_reference(
-                    out, ref, tolerance,
-                    f"K={kernel_size} pads={pads} tensor map={staging} dw mma={dw_mma} BN<={max_bn} "
-                    f"chunk-major first={cm}")
+                _check_biased_case(x, cout, kernel_size, pads, tolerance,
+                                   f"K={kernel_size} pads={pads} tensor map={staging} dw mma={dw_mma} "
+                                   f"BN<={max_bn} chunk-major first={cm}")
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -302,14 +306,41 @@ def test_producer_tensor_core_depthwise_long_kernels_match_reference(device, mon
         monkeypatch.setenv("SEPCONV1D_WS_BN", max_bn)
         monkeypatch.setenv("SEPCONV1D_WS_CM", cm)
         for kernel_size in (10, 11, 16, 17, 24, 25, 31, 33, 63):
-            dw, dwb, pw, pwb = _weights(cin, cout, kernel_size, dtype, device, True, True)
             for pad_left in range(8):
                 pads = (pad_left, kernel_size - 1 - pad_left)
-                ref = reference_separable(x, dw, dwb, pw, pwb, 1, *pads, 1)
-                poison_allocator(device, ref.numel() * x.element_size())
-                out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding=pads)
-                assert_close_to_reference(out, ref, tolerance,
-                                          f"K={kernel_size} pads={pads} BN<={max_bn} chunk-major first={cm}")
+                _check_biased_case(x, cout, kernel_size, pads, tolerance,
+                                   f"K={kernel_size} pads={pads} BN<={max_bn} chunk-major first={cm}")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_producer_tensor_core_depthwise_word_rows_match_reference(device, monkeypatch, dtype):
+    """Channel-first rows that are not 16-byte aligned (L % 8 != 0 in 16-bit, as Conformer's 500
+    and QuartzNet's 835) get no tensor map: the producers stage them in 4-byte pairs, each row
+    from its own element parity, and the tensor-core depthwise shifts each channel's taps by it.
+    Even L (every row at the base's parity: an aligned base, and an odd one), odd L (rows
+    alternate), K 1 to 63, several left paddings, pass-major 128 / 64 and chunk-major, 72 channels
+    (a ragged second chunk), against float64."""
+    if device != "cuda":
+        pytest.skip("CUDA kernel selection")
+    tolerance = tolerance_for(dtype)
+    cin, cout = 72, 200
+    monkeypatch.setenv("SEPCONV1D_WGMMA", "1")
+    monkeypatch.setenv("SEPCONV1D_WS_DWMMA", "1")
+    for length, odd_base in ((1020, False), (1020, True), (1021, False)):
+        batch = _batch_for_one_group(length)
+        if odd_base:  # elements 1-1020 of rows of 1022: every row starts at an odd element
+            x = make_activation(batch, cin, length + 2, dtype, device)[:, :, 1:length + 1]
+        else:
+            x = make_activation(batch, cin, length, dtype, device)
+        for max_bn, cm in (("128", "0"), ("64", "0"), ("128", "1")):
+            monkeypatch.setenv("SEPCONV1D_WS_BN", max_bn)
+            monkeypatch.setenv("SEPCONV1D_WS_CM", cm)
+            for kernel_size, pad_left in ((1, 0), (7, 3), (9, 4), (9, 5), (11, 5), (16, 8), (31, 15),
+                                          (31, 2), (63, 31)):
+                pads = (pad_left, kernel_size - 1 - pad_left)
+                _check_biased_case(x, cout, kernel_size, pads, tolerance,
+                                   f"L={length} odd base={odd_base} K={kernel_size} pads={pads} "
+                                   f"BN<={max_bn} chunk-major first={cm}")
 
 
 def test_tf32_backward_matches_reference(device):

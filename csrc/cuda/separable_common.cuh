@@ -407,15 +407,16 @@ struct DwStage {
     }
   }
 
-  // Issues (cp.async, uncommitted) or performs the staging of x and the depthwise weights.
-  // p0 = j0 * stride - pad_left: input position of window element 0.
+  // Issues (cp.async, uncommitted) or performs the staging of x and (kWeights) the prepared
+  // depthwise weights. p0 = j0 * stride - pad_left: input position of window element 0.
+  template <bool kWeights = true>
   __device__ static void load(const DwParams& d, int64_t b, int c0, int64_t p0, int off, Tx* xs,
                               Tacc* dws, int tid) {
     tid = opaque(tid);
     const int cvalid = min(CH, d.cin - c0);  // may be <= 0 only for padded channel tiles
     const int r0 = tid / kTpr;
     const int v0 = tid % kTpr;
-    load_weights(d, c0, dws, tid);
+    if constexpr (kWeights) load_weights(d, c0, dws, tid);
     // Source of zero-byte cp.async copies: any valid global address (x may be empty).
     const Tx* dummy = static_cast<const Tx*>(d.dwp);
     const Tx* xb = static_cast<const Tx*>(d.x) + b * d.xsb;
@@ -649,17 +650,22 @@ struct DwStage {
   }
   // dws: the chunk's raw taps and biases as load_raw_taps leaves them (channels past cv are stale
   // and masked); h = X D + bias, rounded once.
+  // kWordRows: rows staged in 4-byte pairs (kLoadWords: x rows not 16-byte aligned), row c from
+  // position p0 - row_off(off, c), so each channel has its own sh = row_off (0 or 1) and off_a = 0;
+  // the block count is that of the worst parity present.
+  template <bool kWordRows = false>
   __device__ static void compute_mma(const DwParams& d, const Tx* xs, const Tacc* dws, Tm* hs,
                                      int off, int c0, int tid) {
     static_assert(kMmaOk, "");
     const int wp = tid >> 5, lane = tid & 31, g = lane >> 2, q = lane & 3;
-    const int sh = off & 1;
+    const int sh = kWordRows ? 0 : off & 1;
     // Taps of the lane's B fragment in block 0: b0, b1 = D_0[2q][g], D_0[2q + 1][g]; b2, b3 =
-    // D_0[2q + 8][g], D_0[2q + 9][g]; block b's are 16 b further.
+    // D_0[2q + 8][g], D_0[2q + 9][g]; block b's are 16 b further (channel ci's sh apart with
+    // kWordRows).
     int t0[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) t0[e] = 2 * q - g - sh + (e & 1) + 8 * (e >> 1);
-    const Tx* xrow = xs + (8 * wp) * d.xpitch + (off - sh) + 8 * g + 2 * q;
+    const Tx* xrow = xs + (8 * wp) * d.xpitch + (off - (kWordRows ? off : sh)) + 8 * g + 2 * q;
     const unsigned short* taps = reinterpret_cast<const unsigned short*>(dws);
     const unsigned short* wrow = taps + (8 * wp) * d.K;
     const Tx* brow =
@@ -689,10 +695,12 @@ struct DwStage {
           a[1] = a[3] = 0u;  // rows 8-15 (outputs 64-127) are not stored
         }
         const unsigned short* w = wrow + ci * d.K;
+        // Channel 8 wp + ci's parity: 8 wp is even, so row_off's channel term is ci's.
+        const int shc = kWordRows ? (off ^ ((off >> 1) & ci)) & 1 : 0;
         uint32_t bv[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int t = t0[e] + 16 * b;
+          const int t = t0[e] + 16 * b - shc;
           bv[e] = ci < cv && t >= 0 && t < d.K ? w[t] : 0u;
         }
         const uint32_t bf[2] = {bv[0] | (bv[1] << 16), bv[2] | (bv[3] << 16)};
@@ -700,7 +708,7 @@ struct DwStage {
       }
     };
     // One block (K <= 9) apart, so that it keeps its unrolled form (a loop cost the seed 2%).
-    const int nb = mma_dw_blocks(d.K, off);
+    const int nb = mma_dw_blocks(d.K, kWordRows ? (off | (off >> 1)) & 1 : off);
     if (nb == 1) {
       block(0);
     } else {

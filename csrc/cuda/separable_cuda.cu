@@ -229,6 +229,16 @@ bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
         return true;
       }
     }
+    // Rows that are not 16-byte aligned (L % 8 != 0 in 16-bit: Conformer L 500, QuartzNet 835):
+    // the tensor-core depthwise on rows staged in 4-byte pairs.
+    if constexpr (mma_dw_types<Tx, Tw, BN>()) {
+      if (mma_dw_words_fit<Tx, Tw, BN>(plan.p) && dw_mma_chosen(g.kernel_size) &&
+          run_fwd_unprepared<Tx>(plan, src, g, current_stream(x),
+                                 sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, false, true>, threads,
+                                 "sep_fwd_ws_kernel")) {
+        return true;
+      }
+    }
   }
   run_fwd_plan<Tw, Tm, float, sizeof(Tm) == 4>(plan, x, src,
                                                sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC>, threads,

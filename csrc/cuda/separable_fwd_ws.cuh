@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
   using Tm = WsOperand<Tx>;
   constexpr int BM = Tile::BM, BK = Tile::BK;
   using Dw = DwStage<Tx, Tm, Tile::kTf32, BK, BN, Tile::HP, kXcl, Tile::kItemT, true, kWsProducers>;
-  static_assert(!kDwMma || (kXTma && Dw::kMmaOk), "tensor-core depthwise: 16-bit kXTma kernels");
+  static_assert(!kDwMma || Dw::kMmaOk, "tensor-core depthwise: 16-bit channel-first kernels");
   static_assert(!kDwMma || kSC == 1 || ws_has_loader<Tx, BN>(kG),
                 "kDwMma: W through w_map, one chunk per box");
 
@@ -284,6 +284,13 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
           load_x_box<Tx, BK>(p, xs(st), ip.p0 - off, k * BK, ip.b, x_full + st);
           if constexpr (kDwMma) Dw::load_raw_taps(p.dw, k * BK, dws(st), x_full + st);
         }
+      } else if constexpr (kDwMma) {
+        // Rows in 4-byte pairs by cp.async (kLoadWords), the raw taps by bulk copy onto x_full.
+        Dw::template load<false>(p.dw, ip.b, k * BK, ip.p0, off, xs(st), dws(st), pt);
+        if (pt == 0) {
+          mbar_arrive_expect_tx(x_full + st, Dw::raw_taps_bytes(p.dw, k * BK));
+          Dw::load_raw_taps(p.dw, k * BK, dws(st), x_full + st);
+        }
       } else {
         Dw::load(p.dw, ip.b, k * BK, ip.p0, off, xs(st), dws(st), pt);
       }
@@ -292,7 +299,8 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
     // The chunk loop. KC > 0 (kXTma kernels only): kernel size KC and window offset OFF fixed for
     // the whole loop, so no chunk dispatches them again (the per-chunk kernel-size and offset
     // dispatch took ~12% of these warps' samples at the seed); KC == 0: both read per chunk;
-    // KC < 0 (kDwMma): the tensor-core depthwise, at the window offset mma_off of every item.
+    // KC < 0 (kDwMma): the tensor-core depthwise, at the window offset mma_off of every item
+    // (kXTma) or at each chunk's row parities (rows staged in 4-byte pairs).
     // Inlined by force: left to itself nvcc called the KC == 0 loop as a function, and the call
     // cost every warpgroup of the kernel ~380 B of stack and spills.
     auto chunk_loop = [&](auto kc, auto offc) __attribute__((always_inline)) {
@@ -300,9 +308,9 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
       auto off_of = [&](const ItemPos& ip, int k) {
         if constexpr (KC > 0) {
           return OFF;
-        } else if constexpr (KC < 0) {
+        } else if constexpr (KC < 0 && kXTma) {
           return mma_off;
-        } else {
+        } else {  // also word-staged rows (kDwMma without kXTma): this chunk's parity bits
           return Dw::offset(p.dw, ip.b, k * BK, ip.p0);
         }
       };
@@ -327,7 +335,7 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
         }
         if (item2 < p.n_items) load_x(nxt, k2, st ^ 1, off_of(nxt, k2));
         cp_async_commit();
-        if constexpr (kXTma) {
+        if constexpr (kXTma || kDwMma) {
           mbar_wait(x_full + st, (x_uses >> 1) & 1);
           ++x_uses;
         }
@@ -335,7 +343,8 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
         if constexpr (KC > 0) {
           Dw::template compute_fixed<KC, OFF>(p.dw, xs(st), dws(st), h_slot_ptr(s), pt);
         } else if constexpr (KC < 0) {
-          Dw::compute_mma(p.dw, xs(st), dws(st), h_slot_ptr(s), mma_off, k * BK, pt);
+          Dw::template compute_mma<!kXTma>(p.dw, xs(st), dws(st), h_slot_ptr(s), off_of(cur, k),
+                                           k * BK, pt);
         } else {
           const int off = off_of(cur, k);
           auto depthwise = [&](auto kc2) {

@@ -115,6 +115,10 @@ bool plan_dw(const ConvGeometry& g, const View3& x, DwParams& d, int64_t& xs_byt
       }
     } else if (mode == kModeWin) {
       need = kV + je - 1 + (K - 1) * dl;  // off < kV, window (je - 1) + (K - 1) * dl
+      if (es == 2 && CH == 64 && (NPOS == 128 || NPOS == 64) && vec_load == kLoadWords && dl == 1) {
+        // Rows in 4-byte pairs may take the tensor-core depthwise at either parity.
+        need = std::max<int64_t>(need, mma_dw_reach(K, 1, NPOS));
+      }
     } else {
       need = kV + (NPOS - 1) * s + (K - 1) * dl;
     }
@@ -418,6 +422,18 @@ bool mma_dw_fits(const FwdParams& p) {
   } else {
     return p.dw.mode == kModeVec && p.dw.K >= 1 &&
            mma_dw_reach(p.dw.K, mma_dw_offset(p.dw.pad_left), BN) <= p.dw.xpitch;
+  }
+}
+// The same for channel-first rows that are not 16-byte aligned (no tensor map): staged in 4-byte
+// pairs by cp.async (kLoadWords), each row at its own element parity (DwStage::row_off), which
+// compute_mma<true> takes per channel; stride 1 and dilation 1.
+template <typename Tx, typename Tw, int BN>
+bool mma_dw_words_fit(const FwdParams& p) {
+  if constexpr (!mma_dw_types<Tx, Tw, BN>()) {
+    return false;
+  } else {
+    return p.dw.vec_load == kLoadWords && p.dw.mode == kModeWin && p.dw.stride == 1 &&
+           p.dw.dil == 1 && p.dw.K >= 1 && mma_dw_reach(p.dw.K, 1, BN) <= p.dw.xpitch;
   }
 }
 

@@ -300,6 +300,18 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
                            std::to_string(plan.p.w_stages) + " hslots" +
                            std::to_string(plan.p.h_slots);
   constexpr int kCheckGemm = sizeof(Tm) == 4 ? kGemmTf32 : kGemmWg;
+  // No preparation: the kernel reads the weights and biases as they are, W through the (emulated)
+  // tensor map. The output and the workspace are poisoned to catch a missed store or any read of
+  // the workspace.
+  auto run_unprepared = [&](auto kernel, const std::string& label) {
+    std::fill(y.buf.begin(), y.buf.end(), poison<Tx>());
+    std::fill(ws.p, ws.p + plan.ws_bytes, static_cast<unsigned char>(0xff));
+    FwdPlan raw = plan;
+    bind_fwd_unprepared(raw.p, P.pw.data(), c.pwb ? P.pwb.data() : nullptr, P.dw.data(),
+                        c.dwb ? P.dwb.data() : nullptr);
+    sepemu::launch(kernel, raw.blocks, ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(raw.smem), raw.p);
+    check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, label);
+  };
   if constexpr (!kXcl) {
     if (x_tma) {
       if constexpr (kG == 0) {
@@ -313,16 +325,8 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
     if constexpr (mma_dw_types<Tx, Tw, BN>()) {
       if (dw_mma) {
         check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, name);
-        std::fill(y.buf.begin(), y.buf.end(), poison<Tx>());
-        // No preparation: the kernel reads the weights and biases as they are, W through the
-        // (emulated) tensor map. The workspace is poisoned to catch any read of it.
-        std::fill(ws.p, ws.p + plan.ws_bytes, static_cast<unsigned char>(0xff));
-        FwdPlan raw = plan;
-        bind_fwd_unprepared(raw.p, P.pw.data(), c.pwb ? P.pwb.data() : nullptr, P.dw.data(),
-                            c.dwb ? P.dwb.data() : nullptr);
-        sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true>, raw.blocks,
-                       ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(raw.smem), raw.p);
-        check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, name + (kG > 0 ? " xtma" : "") + " dwmma");
+        run_unprepared(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true>,
+                       name + (kG > 0 ? " xtma" : "") + " dwmma");
         return;
       }
     }
@@ -332,6 +336,13 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
                    ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(plan.smem), plan.p);
   }
   check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, name);
+  // Rows that are not 16-byte aligned: the tensor-core depthwise on rows staged in 4-byte pairs
+  // (mma_dw_words_fit), the weights as they are.
+  if constexpr (!kXcl && mma_dw_types<Tx, Tw, BN>()) {
+    if (!x_tma && mma_dw_words_fit<Tx, Tw, BN>(plan.p) && (c.Cin * sizeof(Tw)) % 16 == 0) {
+      run_unprepared(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, false, true>, name + " words dwmma");
+    }
+  }
 }
 
 // dh = pw^T dy through the forward kernel with an identity depthwise.
@@ -604,6 +615,12 @@ int main(int argc, char** argv) {
       {2, {1, 100, 260, 300, 31, 1, 1, 15, 15, false, 0, true, true, 51}},
       {0, {1, 64, 200, 200, 63, 1, 1, 30, 32, false, 0, true, false, 52}},
       {2, {2, 136, 200, 304, 11, 1, 1, 5, 5, false, 0, true, true, 53}},
+      // ... on rows staged in 4-byte pairs (L % 8 != 0: no tensor map), each row at its own
+      // element parity: odd L (rows alternate) K 31; even L from an odd base (every row odd) K 11;
+      // odd L, K 63, padded channels (Cin 136).
+      {0, {2, 72, 200, 301, 31, 1, 1, 15, 15, false, 0, true, true, 54}},
+      {2, {2, 64, 260, 250, 11, 1, 1, 5, 5, false, 1, true, true, 55}},
+      {0, {1, 136, 300, 835, 63, 1, 1, 31, 31, false, 0, true, true, 56}},
   };
   std::mt19937_64 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
