@@ -603,8 +603,9 @@ struct DwStage {
   }
 
   // The warp-specialised producers' depthwise of one chunk on the tensor cores: 16-bit x whose
-  // depthwise weights have x's type (so rounding them to it is exact), kModeVec (stride 1,
-  // dilation 1), x rows long enough for mma_dw_reach (mma_dw_fits). A channel's NPOS <= 128
+  // depthwise weights have x's type (so rounding them to it is exact), stride 1 and dilation 1
+  // (kModeVec rows by tensor map, or kModeWin rows in 4-byte pairs: kWordRows), x rows long enough
+  // for mma_dw_reach (mma_dw_fits, mma_dw_words_fit). A channel's NPOS <= 128
   // outputs are m16n8k16 products H = sum_b X_b D_b with H[i][j] = h[8 i + j], one per block b of
   // 16 taps (mma_dw_blocks: 1 for K + (off & 1) <= 9, 3 for K 31, 5 for K 63): row i of X_b is the
   // 16-element window row[8 i + 16 b + off_a ..] (off_a = off rounded down to even: 4-byte

@@ -141,8 +141,9 @@ using WsTile =
 // encodes p.x_map): x by the copy engine through the tensor map (seed bf16 109 -> 99 us). A
 // template parameter, not a run-time flag: with the flag the other kernels lost 2-11% (a TF32
 // producer spilled).
-// kDwMma (kXTma kernels of 16-bit x with weights of x's type; the host checks mma_dw_fits): the
-// producers run the depthwise on the tensor cores (DwStage::compute_mma) instead of FFMAs, and W
+// kDwMma (16-bit channel-first x with weights of x's type; the host checks mma_dw_fits for kXTma
+// kernels, mma_dw_words_fit for rows staged in 4-byte pairs without it): the producers run the
+// depthwise on the tensor cores (DwStage::compute_mma) instead of FFMAs, and W
 // comes as boxes of the raw weights through p.w_map (by the loader, or in chunk-major kernels by
 // the consumers' refill), so no preparation kernel runs.
 template <typename Tx, int BN, bool kXcl, int kG = 0, int kSC = 1, bool kXTma = false,
