@@ -660,13 +660,14 @@ struct DwStage {
     static_assert(kMmaOk, "");
     const int wp = tid >> 5, lane = tid & 31, g = lane >> 2, q = lane & 3;
     const int sh = kWordRows ? 0 : off & 1;
+    const int off_a = kWordRows ? 0 : off - sh;  // the window's first 4-byte pair in each row
     // Taps of the lane's B fragment in block 0: b0, b1 = D_0[2q][g], D_0[2q + 1][g]; b2, b3 =
     // D_0[2q + 8][g], D_0[2q + 9][g]; block b's are 16 b further (channel ci's sh apart with
     // kWordRows).
     int t0[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) t0[e] = 2 * q - g - sh + (e & 1) + 8 * (e >> 1);
-    const Tx* xrow = xs + (8 * wp) * d.xpitch + (off - (kWordRows ? off : sh)) + 8 * g + 2 * q;
+    const Tx* xrow = xs + (8 * wp) * d.xpitch + off_a + 8 * g + 2 * q;
     const unsigned short* taps = reinterpret_cast<const unsigned short*>(dws);
     const unsigned short* wrow = taps + (8 * wp) * d.K;
     const Tx* brow =
