@@ -39,12 +39,15 @@ def main() -> None:
     # of channels partly past Cin (136 = 64 + 64 + 8, 520 = 8 x 64 + 8); K 7 in one block of 16
     # taps, K 17, 31 and 63 in 2, 3 and 5. Pass-major (Cin 136), and chunk-major (Cin 520; x by
     # tensor map, W as boxes of the raw weights refilled by the consumers); rows of 1001 (not
-    # 16-byte aligned: staged in 4-byte pairs, alternating parity) on both forms.
+    # 16-byte aligned: staged in 4-byte pairs, alternating parity) on both forms. y rows of 1004,
+    # 1002 and 1001 take the epilogue's lane-pair, pair and shifted-pair stores of full tiles.
     for dtype, batch, cin, k, length, cm in (
             (torch.bfloat16, 32, 136, 7, 1000, "0"), (torch.float16, 32, 136, 7, 1000, "0"),
             (torch.float16, 32, 136, 17, 1000, "0"), (torch.bfloat16, 32, 136, 31, 1000, "0"),
             (torch.bfloat16, 4, 520, 31, 1000, "1"), (torch.float16, 4, 520, 63, 1000, "1"),
-            (torch.bfloat16, 32, 136, 31, 1001, "0"), (torch.float16, 4, 520, 63, 1001, "1")):
+            (torch.bfloat16, 32, 136, 31, 1001, "0"), (torch.float16, 4, 520, 63, 1001, "1"),
+            (torch.bfloat16, 32, 136, 7, 1004, "0"), (torch.float16, 32, 136, 7, 1002, "0"),
+            (torch.float32, 32, 136, 7, 1001, "0")):
         os.environ["SEPCONV1D_WS_CM"] = cm
         x = torch.randn(batch, cin, length, device="cuda", dtype=dtype)
         dw, dwb = torch.randn(cin, 1, k, device="cuda", dtype=dtype), torch.randn(cin, device="cuda", dtype=dtype)

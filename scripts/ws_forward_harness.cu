@@ -10,7 +10,8 @@
 // (x by tensor map; the depthwise on the tensor cores, or with -DHARNESS_FFMA its FFMA form).
 // -DHARNESS_TF32: float32 x and weights on TF32 instead (FFMA depthwise, one chunk per step, as
 // the library runs them). -DHARNESS_BN=64 and -DHARNESS_KSC=1|2 pick another tile width and
-// chunks per consumer step (the plan refuses shapes that do not take them). It checks 8192 sampled outputs of every input set against a float
+// chunks per consumer step (the plan refuses shapes that do not take them); -DHARNESS_CM=4 (with
+// -DHARNESS_BN=64, and -DHARNESS_KSC=1 for 16-bit) the chunk-major form. It checks 8192 sampled outputs of every input set against a float
 // reference (h rounded to bf16 as the kernel's MMA operand), then times the main kernel with CUDA
 // events over 3 rotating input sets (192 MiB each at the seed in bf16, not cache-resident).
 // Environment:
@@ -19,6 +20,8 @@
 //   ZERO_X=1     x all zeros: the same work on data that does not toggle
 //   LONG=1       also 20000 calls back to back (sustained load: the H200 reaches its power cap,
 //                csrc/NOTES.md "Twenty-fourth session")
+//   YPAD=n       y rows of L + n elements (rows that are not 16-byte aligned take the epilogue's
+//                other store paths)
 // Timing experiments that break the results (a phase skipped) must not run on zero or stale data
 // without saying so: the GPU's clock depends on the data (see ZERO_X).
 #include "cuda/separable_plan.cuh"
@@ -49,7 +52,11 @@ __device__ inline float round_h(float v) { return v; }
 #else
 using T = __nv_bfloat16;
 constexpr bool kTf32 = false;
+#ifdef HARNESS_KSC
+constexpr int kSC = HARNESS_KSC;
+#else
 constexpr int kSC = 2;
+#endif
 __device__ inline float to_f(T v) { return __bfloat162float(v); }
 __device__ inline T from_f(float v) { return __float2bfloat16(v); }
 __device__ inline float round_h(float v) { return __bfloat162float(__float2bfloat16(v)); }
@@ -81,7 +88,7 @@ __global__ void fill_uniform(T* p, int64_t n, uint32_t seed, float scale) {
 // |y - ref| / (|ref| + 0.1) at the sampled flat output indices.
 __global__ void check_samples(const T* x, const T* dw, const T* dwb, const T* pw, const T* pwb,
                               const T* y, int B, int Cin, int Cout, int L, int K, int pl,
-                              const int64_t* idx, int n, float* err) {
+                              int64_t ypitch, const int64_t* idx, int n, float* err) {
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= n) return;
   const int64_t id = idx[t];
@@ -104,7 +111,7 @@ __global__ void check_samples(const T* x, const T* dw, const T* dwb, const T* pw
 #endif
     acc += to_f(pw[int64_t(o) * Cin + c]) * h;
   }
-  const float got = to_f(y[id]);
+  const float got = to_f(y[(b * Cout + o) * ypitch + j]);
   err[t] = got == got ? std::fabs(got - acc) / (std::fabs(acc) + 0.1f) : 1e30f;
 }
 
@@ -130,7 +137,10 @@ int main(int argc, char** argv) {
   const DevCaps caps{optin, per_sm, prop.multiProcessorCount};
 
   constexpr int NS = 3;  // rotating input sets
-  const int64_t nx = int64_t(B) * Cin * L, ny = int64_t(B) * Cout * L;
+  // YPAD: y rows of L + YPAD elements (rows that are not 16-byte aligned: the epilogue's other
+  // store paths).
+  const int64_t ypitch = L + (std::getenv("YPAD") ? std::atoi(std::getenv("YPAD")) : 0);
+  const int64_t nx = int64_t(B) * Cin * L, ny = int64_t(B) * Cout * ypitch;
   std::vector<T*> xs(NS), ys(NS);
   for (int s = 0; s < NS; ++s) {
     CK(cudaMalloc(&xs[s], nx * sizeof(T)));
@@ -158,17 +168,31 @@ int main(int argc, char** argv) {
 #else
   constexpr int BN = 128;
 #endif
-#ifdef HARNESS_FFMA
-  const auto kernel = sep_fwd_ws_kernel<T, BN, false, 0, kSC, true, false>;
+#ifdef HARNESS_CM
+  constexpr int kG = HARNESS_CM;  // chunk-major: kG Cout passes side by side
 #else
-  const auto kernel = sep_fwd_ws_kernel<T, BN, false, 0, kSC, true, true>;
+  constexpr int kG = 0;
 #endif
-  const int threads = ws_threads(ws_has_loader<T, BN>(0));
+#ifdef HARNESS_FFMA
+  // x by tensor map: pass-major only for the FFMA depthwise.
+  const auto kernel = sep_fwd_ws_kernel<T, BN, false, kG, kSC, kG == 0, false>;
+#else
+  const auto kernel = sep_fwd_ws_kernel<T, BN, false, kG, kSC, true, true>;
+#endif
+  const int threads = ws_threads(ws_has_loader<T, BN>(kG));
   std::vector<FwdPlan> plans(NS);
   for (int s = 0; s < NS; ++s) {
     FwdPlan& plan = plans[s];
     const View3 xv{xs[s], int64_t(Cin) * L, L, 1};
-    if (!plan_fwd_ws<T, BN, false, kSC>(g, xv, ys[s], int64_t(Cout) * L, L, 1, caps, plan)) {
+    bool planned;
+    if constexpr (kG > 0) {
+      planned = plan_fwd_ws_cm<T, BN, false, kG>(g, xv, ys[s], int64_t(Cout) * ypitch, ypitch, 1, caps,
+                                         plan);
+    } else {
+      planned = plan_fwd_ws<T, BN, false, kSC>(g, xv, ys[s], int64_t(Cout) * ypitch, ypitch, 1, caps,
+                                        plan);
+    }
+    if (!planned) {
       std::fprintf(stderr, "this shape does not take the BN %d, %d-chunk-step plan\n", BN, kSC);
       return 1;
     }
@@ -219,7 +243,7 @@ int main(int argc, char** argv) {
   constexpr int kSamples = 8192;
   std::vector<int64_t> hidx(kSamples);
   std::mt19937_64 rng(123);
-  for (int64_t& v : hidx) v = static_cast<int64_t>(rng() % static_cast<uint64_t>(ny));
+  for (int64_t& v : hidx) v = static_cast<int64_t>(rng() % static_cast<uint64_t>(int64_t(B) * Cout * L));
   int64_t* didx;
   float* derr;
   CK(cudaMalloc(&didx, kSamples * sizeof(int64_t)));
@@ -228,7 +252,7 @@ int main(int argc, char** argv) {
   double worst = 0;
   for (int s = 0; s < NS; ++s) {
     check_samples<<<(kSamples + 127) / 128, 128>>>(xs[s], dw, dwb, pw, pwb, ys[s], B, Cin, Cout, L,
-                                                   K, pl, didx, kSamples, derr);
+                                                   K, pl, ypitch, didx, kSamples, derr);
     std::vector<float> herr(kSamples);
     CK(cudaMemcpy(herr.data(), derr, kSamples * sizeof(float), cudaMemcpyDeviceToHost));
     for (float e : herr) worst = std::max(worst, double(e));

@@ -210,7 +210,9 @@ def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel
     (stride 1) and SEPCONV1D_WGMMA=0 the mma.sync kernel. Odd Cin/Cout,
     ragged position tiles, K = 1 (no depthwise taps) to 31, stride 2, dilation 2, both layouts,
     batches of many items per block; rows of 1032 / 2048 positions (16-byte aligned: the
-    warp-specialised producers stage x through a tensor map) and odd ones (cp.async)."""
+    warp-specialised producers stage x through a tensor map) and odd ones (cp.async); y rows of
+    1028 and 1026 positions (8- and 4-byte aligned: the epilogue's lane-pair and pair stores of
+    full tiles)."""
     if device != "cuda":
         pytest.skip("CUDA kernel selection")
     for name, value in KERNEL_CHOICES[kernel_choice].items():
@@ -219,7 +221,8 @@ def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel
              (64, 130, 1, 129, 1, 1, "contiguous"), (200, 300, 5, 4100, 1, 2, "channels_last"),
              (1030, 260, 11, 301, 1, 1, "contiguous"), (1024, 1024, 7, 250, 1, 1, "channels_last"),
              (256, 640, 5, 3001, 2, 1, "contiguous"), (2048, 384, 3, 517, 1, 1, "contiguous"),
-             (100, 257, 9, 1032, 1, 1, "contiguous"), (200, 300, 5, 2048, 1, 2, "contiguous")]
+             (100, 257, 9, 1032, 1, 1, "contiguous"), (200, 300, 5, 2048, 1, 2, "contiguous"),
+             (136, 300, 9, 1028, 1, 1, "contiguous"), (72, 260, 5, 1026, 1, 1, "contiguous")]
     _check_forward_cases(cases, dtype, device, tolerance_for(dtype))
 
 
@@ -230,7 +233,8 @@ def test_tf32_forward_kernels_match_reference(device, monkeypatch, kernel_choice
     chunk-major or BN 64; "cm" puts every case on the chunk-major form, "bn32" on pass-major BN 32
     tiles; SEPCONV1D_WGMMA=0 selects the mma.sync TF32 kernel. Odd Cin/Cout, ragged tiles, stride
     2, dilation 2, both layouts, K = 3, 5, 7, 9 on channel-first rows (the producers' compile-time
-    taps) and others, TF32-level error against float64."""
+    taps) and others, y rows of 2048 / 1000 and 1026 positions (full tiles stored by lane pairs
+    in 16 bytes, or by pairs), TF32-level error against float64."""
     if device != "cuda":
         pytest.skip("CUDA kernel selection")
     torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py
@@ -240,7 +244,8 @@ def test_tf32_forward_kernels_match_reference(device, monkeypatch, kernel_choice
              (200, 300, 5, 4100, 1, 2, "channels_last"), (1030, 260, 11, 301, 1, 1, "contiguous"),
              (256, 640, 5, 3001, 2, 1, "contiguous"), (512, 1536, 7, 517, 1, 1, "contiguous"),
              (130, 260, 3, 2048, 1, 1, "contiguous"), (64, 300, 5, 1000, 1, 1, "contiguous"),
-             (1024, 1024, 11, 250, 1, 1, "channels_last"), (520, 300, 87, 835, 1, 2, "contiguous")]
+             (1024, 1024, 11, 250, 1, 1, "channels_last"), (520, 300, 87, 835, 1, 2, "contiguous"),
+             (136, 300, 9, 1026, 1, 1, "contiguous")]
     _check_forward_cases(cases, torch.float32, device, TF32_TOLERANCE)
 
 

@@ -279,18 +279,26 @@ inline void cp_async_wait_group() {
   cp_async_wait_groups(N);
 }
 
-// Butterfly exchange inside a warp (every lane of the warp must call it).
+// Warp exchanges (every lane of the warp must call them): lane l publishes v and reads the value
+// of lane src.
 template <typename T>
-inline T __shfl_xor_sync(unsigned, T v, int lane_mask) {
+inline T emu_warp_read(T v, unsigned src) {
   static_assert(sizeof(T) <= sizeof(uint32_t[4]), "");
   sepemu::WarpX& w = *sepemu::tl_warp;
-  const unsigned l = sepemu::lane();
-  std::memcpy(w.a[l], &v, sizeof(T));
+  std::memcpy(w.a[sepemu::lane()], &v, sizeof(T));
   sepemu::warp_sync();
   T r;
-  std::memcpy(&r, w.a[l ^ unsigned(lane_mask & 31)], sizeof(T));
+  std::memcpy(&r, w.a[src & 31u], sizeof(T));
   sepemu::warp_sync();
   return r;
+}
+template <typename T>
+inline T __shfl_xor_sync(unsigned, T v, int lane_mask) {
+  return emu_warp_read(v, sepemu::lane() ^ unsigned(lane_mask & 31));
+}
+template <typename T>
+inline T __shfl_sync(unsigned, T v, int src_lane) {
+  return emu_warp_read(v, unsigned(src_lane));
 }
 
 // Four 8x8 b16 matrices; lane l gives the row address of row (l & 7) of matrix (l >> 3).

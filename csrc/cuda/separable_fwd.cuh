@@ -257,6 +257,70 @@ __device__ __forceinline__ void wg_store_tile(const FwdParams& p, float* acc,
         }
       }
     }
+  } else if (p.ysl == 1 && mvalid == BM && nvalid == BN) {
+    // Any other full tile of channel-first y (float32, or 16-bit rows not 16-byte aligned: L % 8
+    // != 0, as in Conformer's 500, QuartzNet's 835): one row pointer per fragment row and no
+    // per-pair checks, which the ragged path's branches and 64-bit index maths per element cost
+    // (bf16 seed shape with 8-byte rows 180 -> 113 us, TF32 seed 204 -> 193: csrc/NOTES.md
+    // "Twenty-ninth session"). Rows of 4-element alignment: lanes q and q ^ 1 trade one pair of
+    // each two n8 tiles (2 G, 2 G + 1), so each lane stores 4 consecutive columns at once, even
+    // lanes of tile 2 G and odd lanes of 2 G + 1; rows of 2-element alignment: pairs; rows of odd
+    // pitch: pairs shifted by one element where a row starts at an odd one.
+    const bool odd = tq & 1;
+#pragma unroll
+    for (int i = 0; i < kMB; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float bm = bias_pre[i * 2 + h];
+        Tx* yrow = yb + static_cast<int64_t>(m0 + row_of(i, h)) * p.ysc + j0;
+        if (p.y_vec4) {
+#pragma unroll
+          for (int G = 0; G < kNJ / 2; ++G) {
+            const int ia = idx_of(i, 2 * G, h), ib = idx_of(i, 2 * G + 1, h);
+            Tx* dst = yrow + 16 * G + 2 * tq + (odd ? 6 : 0);
+            if constexpr (sizeof(Tx) == 2) {
+              const uint32_t a = pack2<Tx>(acc[ia] + bm, acc[ia + 1] + bm);
+              const uint32_t b = pack2<Tx>(acc[ib] + bm, acc[ib + 1] + bm);
+              const uint32_t r = __shfl_xor_sync(0xffffffffu, odd ? a : b, 1);
+              *reinterpret_cast<uint2*>(dst) = odd ? make_uint2(r, b) : make_uint2(a, r);
+            } else {
+              const float a0 = acc[ia] + bm, a1 = acc[ia + 1] + bm;
+              const float b0 = acc[ib] + bm, b1 = acc[ib + 1] + bm;
+              const float r0 = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
+              const float r1 = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
+              *reinterpret_cast<float4*>(dst) =
+                  odd ? make_float4(r0, r1, b0, b1) : make_float4(a0, a1, r0, r1);
+            }
+          }
+        } else if (p.y_pair) {
+#pragma unroll
+          for (int jn = 0; jn < kNJ; ++jn) {
+            const int idx = idx_of(i, jn, h);
+            store_pair(yrow + 8 * jn + 2 * tq, acc[idx] + bm, acc[idx + 1] + bm);
+          }
+        } else {
+          // Rows of odd pitch: a row starting at an odd element (sh) stores the pairs (2 q + 1,
+          // 2 q + 2), each lane taking its right neighbour's first value (lane 3 that of lane 0's
+          // next tile), and its first and last columns alone; the other rows store their own pairs.
+          const bool sh = (reinterpret_cast<uintptr_t>(yrow) / sizeof(Tx)) & 1;
+          const int src = (lane & ~3) | ((tq + 1) & 3);
+          if (sh && tq == 0) yrow[0] = static_cast<Tx>(acc[idx_of(i, 0, h)] + bm);
+#pragma unroll
+          for (int jn = 0; jn < kNJ; ++jn) {
+            const int idx = idx_of(i, jn, h);
+            const float v0 = acc[idx] + bm, v1 = acc[idx + 1] + bm;
+            const float next0 = jn + 1 < kNJ ? acc[idx_of(i, jn + 1, h)] + bm : 0.0f;
+            const float r = __shfl_sync(0xffffffffu, tq == 0 ? next0 : v0, src);
+            Tx* dst = yrow + 8 * jn + 2 * tq + (sh ? 1 : 0);
+            if (jn + 1 == kNJ && sh && tq == 3) {
+              *dst = static_cast<Tx>(v1);  // the tile's last column
+            } else {
+              store_pair(dst, sh ? v1 : v0, sh ? r : v1);
+            }
+          }
+        }
+      }
+    }
   } else {
     // Ragged tiles, channel-last or unaligned y: pairs where y allows them, else elements.
 #pragma unroll

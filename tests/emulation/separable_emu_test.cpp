@@ -621,6 +621,15 @@ int main(int argc, char** argv) {
       {0, {2, 72, 200, 301, 31, 1, 1, 15, 15, false, 0, true, true, 54}},
       {2, {2, 64, 260, 250, 11, 1, 1, 5, 5, false, 1, true, true, 55}},
       {0, {1, 136, 300, 835, 63, 1, 1, 31, 31, false, 0, true, true, 56}},
+      // Full tiles of channel-first y rows that are not 16-byte aligned: TF32 at L % 4 == 2
+      // (pair stores; cases 27 and 31 have 16-byte rows: lane pairs in 16 bytes), 16-bit at
+      // L % 8 == 4 (lane pairs in 8 bytes) and L % 4 == 2 (pair stores).
+      {4, {2, 64, 260, 258, 5, 1, 1, 2, 2, false, 0, true, true, 57}},
+      {0, {2, 64, 260, 260, 5, 1, 1, 2, 2, false, 0, true, true, 58}},
+      {2, {2, 72, 300, 258, 9, 1, 1, 4, 4, false, 0, true, true, 59}},
+      // ... and of odd pitch (pairs shifted by one element on rows that start at an odd one;
+      // case 28 in bf16, and 55 with every row odd from a misaligned base), TF32.
+      {4, {2, 64, 260, 301, 7, 1, 1, 3, 3, false, 0, true, true, 60}},
   };
   std::mt19937_64 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
