@@ -11,9 +11,10 @@
 // -DHARNESS_TF32: float32 x and weights on TF32 instead (FFMA depthwise, one chunk per step, as
 // the library runs them). -DHARNESS_BN=64 and -DHARNESS_KSC=1|2 pick another tile width and
 // chunks per consumer step (the plan refuses shapes that do not take them); -DHARNESS_CM=4 (with
-// -DHARNESS_BN=64, and -DHARNESS_KSC=1 for 16-bit) the chunk-major form. It checks 8192 sampled outputs of every input set against a float
-// reference (h rounded to bf16 as the kernel's MMA operand), then times the main kernel with CUDA
-// events over 3 rotating input sets (192 MiB each at the seed in bf16, not cache-resident).
+// -DHARNESS_BN=64, and -DHARNESS_KSC=1 for 16-bit) the chunk-major form. It checks 8192 sampled
+// outputs of every input set against a float reference (h rounded to bf16 as the kernel's MMA
+// operand), then times the main kernel with CUDA events over 3 rotating input sets (192 MiB each
+// at the seed in bf16, not cache-resident).
 // Environment:
 //   WITHPREP=1   with -DHARNESS_FFMA: time the weight preparation kernel with each call (the
 //                tensor-core depthwise kernel needs none)
@@ -184,16 +185,13 @@ int main(int argc, char** argv) {
   for (int s = 0; s < NS; ++s) {
     FwdPlan& plan = plans[s];
     const View3 xv{xs[s], int64_t(Cin) * L, L, 1};
-    bool planned;
-    if constexpr (kG > 0) {
-      planned = plan_fwd_ws_cm<T, BN, false, kG>(g, xv, ys[s], int64_t(Cout) * ypitch, ypitch, 1, caps,
-                                         plan);
-    } else {
-      planned = plan_fwd_ws<T, BN, false, kSC>(g, xv, ys[s], int64_t(Cout) * ypitch, ypitch, 1, caps,
-                                        plan);
-    }
+    const int64_t ysb = int64_t(Cout) * ypitch;
+    const bool planned =
+        kG > 0 ? plan_fwd_ws_cm<T, BN, false, kG>(g, xv, ys[s], ysb, ypitch, 1, caps, plan)
+               : plan_fwd_ws<T, BN, false, kSC>(g, xv, ys[s], ysb, ypitch, 1, caps, plan);
     if (!planned) {
-      std::fprintf(stderr, "this shape does not take the BN %d, %d-chunk-step plan\n", BN, kSC);
+      std::fprintf(stderr, "this shape does not take the BN %d, %d-chunk-step%s plan\n", BN, kSC,
+                   kG > 0 ? " chunk-major" : "");
       return 1;
     }
     if (!ws_x_map_fits<false>(plan.p)) {
@@ -243,7 +241,8 @@ int main(int argc, char** argv) {
   constexpr int kSamples = 8192;
   std::vector<int64_t> hidx(kSamples);
   std::mt19937_64 rng(123);
-  for (int64_t& v : hidx) v = static_cast<int64_t>(rng() % static_cast<uint64_t>(int64_t(B) * Cout * L));
+  const uint64_t n_out = static_cast<uint64_t>(B) * Cout * L;  // sampled (b, o, j), y's rows padded
+  for (int64_t& v : hidx) v = static_cast<int64_t>(rng() % n_out);
   int64_t* didx;
   float* derr;
   CK(cudaMalloc(&didx, kSamples * sizeof(int64_t)));

@@ -212,7 +212,7 @@ def test_half_forward_kernels_match_reference(device, monkeypatch, dtype, kernel
     batches of many items per block; rows of 1032 / 2048 positions (16-byte aligned: the
     warp-specialised producers stage x through a tensor map) and odd ones (cp.async); y rows of
     1028 and 1026 positions (8- and 4-byte aligned: the epilogue's lane-pair and pair stores of
-    full tiles)."""
+    full tiles) and of odd length (pairs shifted by one element on every other row)."""
     if device != "cuda":
         pytest.skip("CUDA kernel selection")
     for name, value in KERNEL_CHOICES[kernel_choice].items():
