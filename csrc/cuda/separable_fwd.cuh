@@ -194,6 +194,92 @@ __device__ __forceinline__ void store16(T* dst, const uint32_t (&w)[4]) {
   *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// The epilogue's vectors of a fragment row (i, h) of a wgmma tile (accumulator layout in
+// wg_store_tile's comment), biased by bm:
+// * row_octet: lane q's 8 consecutive columns of n8 tile 4 G + q, 16-bit, as 4 packed pairs (the
+//   lanes of a quad trade pairs: a 4 x 4 transpose);
+// * row_quad: the lane's pairs of n8 tiles 2 G (a) and 2 G + 1 (b), and r, the pair lane q ^ 1
+//   sent: even lanes own columns (a, r), odd lanes (r, b), 4 consecutive ones. 16-bit as packed
+//   words (a[0], b[0], r[0]), float32 as values. The callers select with whole vectors
+//   (odd ? (r, b) : (a, r)): selecting the elements one by one, LLVM split some of the stores.
+template <typename Tx, int BN>
+__device__ __forceinline__ void row_octet(const float* acc, int i, int h, int G, float bm, int tq,
+                                          uint32_t (&w)[4]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int idx = i * (BN / 2) + (4 * G + j) * 4 + 2 * h;
+    if constexpr (sizeof(Tx) == 2) w[j] = pack2<Tx>(acc[idx] + bm, acc[idx + 1] + bm);
+  }
+  quad_transpose(w, tq);
+}
+template <typename Tx, int BN, typename V>
+__device__ __forceinline__ void row_quad(const float* acc, int i, int h, int G, float bm, bool odd,
+                                         V (&a)[2], V (&b)[2], V (&r)[2]) {
+  const int ia = i * (BN / 2) + 2 * G * 4 + 2 * h, ib = ia + 4;
+  if constexpr (sizeof(Tx) == 2) {
+    a[0] = pack2<Tx>(acc[ia] + bm, acc[ia + 1] + bm);
+    b[0] = pack2<Tx>(acc[ib] + bm, acc[ib + 1] + bm);
+    r[0] = __shfl_xor_sync(0xffffffffu, odd ? a[0] : b[0], 1);
+  } else {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      a[e] = acc[ia + e] + bm;
+      b[e] = acc[ib + e] + bm;
+      r[e] = __shfl_xor_sync(0xffffffffu, odd ? a[e] : b[e], 1);
+    }
+  }
+}
+
+// Rows of odd pitch: lane q's pair of n8 tile jn (v[0], v[1]) and the first value of its right
+// neighbour's pair (lane 3: lane 0's of tile jn + 1), for the pair shifted by one element.
+template <int BN>
+__device__ __forceinline__ void row_shifted(const float* acc, int i, int h, int jn, float bm,
+                                            int lane, float (&v)[3]) {
+  constexpr int kNJ = BN / 8;
+  const int tq = lane & 3, src = (lane & ~3) | ((tq + 1) & 3);
+  const int idx = i * (BN / 2) + jn * 4 + 2 * h;
+  v[0] = acc[idx] + bm;
+  v[1] = acc[idx + 1] + bm;
+  const float next0 = jn + 1 < kNJ ? acc[idx + 4] + bm : 0.0f;
+  v[2] = __shfl_sync(0xffffffffu, tq == 0 ? next0 : v[0], src);
+}
+
+// One 4-, 8- or 16-byte store of 32-bit words to global memory (dst aligned to its size), written
+// as one instruction, for the ragged tiles' epilogue: there the compiler merged the whole
+// vectors' stores with the partial ones' element stores and split them into words.
+__device__ __forceinline__ void st_global_v1(void* dst, uint32_t a) {
+#ifdef SEP_EMULATE
+  *static_cast<uint32_t*>(dst) = a;
+#else
+  asm volatile("st.global.b32 [%0], %1;" ::"l"(dst), "r"(a));
+#endif
+}
+__device__ __forceinline__ void st_global_v2(void* dst, uint32_t a, uint32_t b) {
+#ifdef SEP_EMULATE
+  *static_cast<uint2*>(dst) = make_uint2(a, b);
+#else
+  asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(dst), "r"(a), "r"(b));
+#endif
+}
+__device__ __forceinline__ void st_global_v4(void* dst, uint32_t a, uint32_t b, uint32_t c,
+                                             uint32_t d) {
+#ifdef SEP_EMULATE
+  *static_cast<uint4*>(dst) = make_uint4(a, b, c, d);
+#else
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(a), "r"(b), "r"(c),
+               "r"(d));
+#endif
+}
+// Two consecutive outputs (dst 2-element aligned), as one store.
+template <typename Tx>
+__device__ __forceinline__ void st_global_pair(Tx* dst, float a, float b) {
+  if constexpr (sizeof(Tx) == 4) {
+    st_global_v2(dst, __float_as_uint(a), __float_as_uint(b));
+  } else {
+    st_global_v1(dst, pack2<Tx>(a, b));
+  }
+}
+
 // wgmma: warpgroup wn issues the products of one BK chunk, W rows [wn BM / 2, (wn + 1) BM / 2)
 // times h^T (both swizzled, K-major), into its accumulators asynchronously (one commit group); the
 // caller waits. A k step starts 32 bytes further into the rows: +2 in the descriptor's address field.
@@ -217,12 +303,130 @@ __device__ __forceinline__ void wg_gemm_chunk(float* acc, const Tm* wsb, const T
   if constexpr (kFenceCommit) wg_commit();
 }
 
+// The first cnt (< 2 N) elements of N packed 16-bit pairs (low half first) to dst (4-byte
+// aligned): whole pairs, then the straddling pair's low half alone.
+template <typename Tx, int N>
+__device__ __forceinline__ void store_words_upto(Tx* dst, const uint32_t (&w)[N], int cnt) {
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    if (2 * j + 1 < cnt) {
+      st_global_v1(reinterpret_cast<uint32_t*>(dst) + j, w[j]);
+    } else if (2 * j < cnt) {
+      reinterpret_cast<uint16_t*>(dst)[2 * j] = static_cast<uint16_t>(w[j] & 0xffffu);
+    }
+  }
+}
+
+// wg_store_tile's ragged tiles of channel-first y (the last position tile of each row, Cout
+// tiles past cout): rows [0, mvalid) and columns [0, nv) of the tile at yb (y's batch row start
+// + j0), in the same vectors as the whole tiles, each whole where it ends below nv and element by
+// element where it crosses it, instead of a per-element loop with a bounds check and 64-bit index
+// maths per element. Every lane runs every shuffle; only the stores are guarded. A separate
+// function: written as one template with the whole tiles' path, the whole tiles lost 2-5% (the
+// alignment branch moved into the row loop, and their plain vector stores were split).
+template <typename Tx, int BM, int BN>
+__device__ __forceinline__ void wg_store_ragged_cf(const FwdParams& p, const float* acc,
+                                                const float* bias_pre, Tx* yb, int m0, int t,
+                                                int mvalid, int nv) {
+  constexpr int kRows = BM / 2, kMB = kRows / 64, kNJ = BN / 8;
+  const int lane = t & 31, wm = (t >> 5) & 3, wn = t >> 7, g8 = lane >> 2, tq = lane & 3;
+  const bool odd = tq & 1;
+  auto row_of = [&](int i, int h) { return wn * kRows + i * 64 + wm * 16 + g8 + h * 8; };
+  auto idx_of = [&](int i, int jn, int h) { return i * (BN / 2) + jn * 4 + 2 * h; };
+#pragma unroll
+  for (int i = 0; i < kMB; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const bool rok = row_of(i, h) < mvalid;
+      const float bm = bias_pre[i * 2 + h];
+      Tx* yrow = yb + static_cast<int64_t>(m0 + row_of(i, h)) * p.ysc;
+      if (sizeof(Tx) == 2 && p.y_vec8) {
+        // As the whole tiles: lane q stores the 8 columns of tile 4 G + q after a quad transpose.
+#pragma unroll
+        for (int G = 0; G < kNJ / 4; ++G) {
+          uint32_t w[4];
+          row_octet<Tx, BN>(acc, i, h, G, bm, tq, w);
+          const int c0 = 32 * G + 8 * tq;
+          if (rok && c0 + 8 <= nv) {
+            st_global_v4(yrow + c0, w[0], w[1], w[2], w[3]);
+          } else if (rok && c0 < nv) {
+            store_words_upto<Tx, 4>(yrow + c0, w, nv - c0);
+          }
+        }
+      } else if (p.y_vec4) {
+        // As the whole tiles: lanes q and q ^ 1 trade a pair, each stores 4 consecutive columns.
+#pragma unroll
+        for (int G = 0; G < kNJ / 2; ++G) {
+          const int c0 = 16 * G + 2 * tq + (odd ? 6 : 0);
+          const bool whole = rok && c0 + 4 <= nv, part = rok && c0 < nv && c0 + 4 > nv;
+          if constexpr (sizeof(Tx) == 2) {
+            uint32_t a[2], b[2], r[2];
+            row_quad<Tx, BN>(acc, i, h, G, bm, odd, a, b, r);
+            const uint2 q = odd ? make_uint2(r[0], b[0]) : make_uint2(a[0], r[0]);
+            const uint32_t w[2] = {q.x, q.y};
+            if (whole) {
+              st_global_v2(yrow + c0, w[0], w[1]);
+            } else if (part) {
+              store_words_upto<Tx, 2>(yrow + c0, w, nv - c0);
+            }
+          } else {
+            float a[2], b[2], r[2];
+            row_quad<Tx, BN>(acc, i, h, G, bm, odd, a, b, r);
+            const float4 q =
+                odd ? make_float4(r[0], r[1], b[0], b[1]) : make_float4(a[0], a[1], r[0], r[1]);
+            const float v[4] = {q.x, q.y, q.z, q.w};
+            if (whole) {
+              st_global_v4(yrow + c0, __float_as_uint(v[0]), __float_as_uint(v[1]),
+                           __float_as_uint(v[2]), __float_as_uint(v[3]));
+            } else if (part) {
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                if (c0 + e < nv) yrow[c0 + e] = static_cast<Tx>(v[e]);
+              }
+            }
+          }
+        }
+      } else if (p.y_pair) {
+#pragma unroll
+        for (int jn = 0; jn < kNJ; ++jn) {
+          const int idx = idx_of(i, jn, h);
+          const int c = 8 * jn + 2 * tq;
+          const float v0 = acc[idx] + bm, v1 = acc[idx + 1] + bm;
+          if (rok && c + 1 < nv) {
+            st_global_pair(yrow + c, v0, v1);
+          } else if (rok && c < nv) {
+            yrow[c] = static_cast<Tx>(v0);
+          }
+        }
+      } else {
+        // As the whole tiles: rows starting at an odd element store shifted pairs.
+        const bool sh = (reinterpret_cast<uintptr_t>(yrow) / sizeof(Tx)) & 1;
+        if (rok && sh && tq == 0) yrow[0] = static_cast<Tx>(acc[idx_of(i, 0, h)] + bm);
+#pragma unroll
+        for (int jn = 0; jn < kNJ; ++jn) {
+          float v[3];
+          row_shifted<BN>(acc, i, h, jn, bm, lane, v);
+          const int c = 8 * jn + 2 * tq + (sh ? 1 : 0);  // the lane's first column
+          if (rok && c + 1 < nv) {
+            st_global_pair(yrow + c, sh ? v[1] : v[0], sh ? v[2] : v[1]);
+          } else if (rok && c < nv) {
+            yrow[c] = static_cast<Tx>(sh ? v[1] : v[0]);
+          }
+        }
+      }
+    }
+  }
+}
+
 // wgmma epilogue: thread t of the two warpgroups adds the prefetched folded bias to its
 // accumulators and stores them to y rows [m0, m0 + BM) x outputs [j0, j0 + BN) of batch b, then
 // zeroes them. Fragment (i, jn, h, e) in acc[i * BN / 2 + 4 jn + 2 h + e]: row
 // wn * BM / 2 + 64 i + 16 wm + g8 + 8 h, column 8 jn + 2 tq + e (wn = warpgroup, wm = warp in it,
-// g8 = lane / 4, tq = lane % 4); bias_pre[2 i + h] is the bias of that row.
-template <typename Tx, int BM, int BN>
+// g8 = lane / 4, tq = lane % 4); bias_pre[2 i + h] is the bias of that row. kRaggedVectors:
+// ragged tiles of channel-first y in vectors (wg_store_ragged_cf); the chunk-major kernel, which
+// inlines this once per Cout pass of its group, keeps the smaller per-pair form (with the vectors
+// its consumers spilled 2056 bytes instead of 844, QuartzNet-block fp16 +5%).
+template <typename Tx, int BM, int BN, bool kRaggedVectors = true>
 __device__ __forceinline__ void wg_store_tile(const FwdParams& p, float* acc,
                                               const float* bias_pre, int64_t b, int64_t j0, int m0,
                                               int t) {
@@ -247,12 +451,7 @@ __device__ __forceinline__ void wg_store_tile(const FwdParams& p, float* acc,
 #pragma unroll
         for (int G = 0; G < kNJ / 4; ++G) {
           uint32_t w[4];
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const int idx = idx_of(i, 4 * G + j, h);
-            if constexpr (sizeof(Tx) == 2) w[j] = pack2<Tx>(acc[idx] + bm, acc[idx + 1] + bm);
-          }
-          quad_transpose(w, tq);
+          row_octet<Tx, BN>(acc, i, h, G, bm, tq, w);
           store16(yrow + G * 32, w);
         }
       }
@@ -276,20 +475,17 @@ __device__ __forceinline__ void wg_store_tile(const FwdParams& p, float* acc,
         if (p.y_vec4) {
 #pragma unroll
           for (int G = 0; G < kNJ / 2; ++G) {
-            const int ia = idx_of(i, 2 * G, h), ib = idx_of(i, 2 * G + 1, h);
             Tx* dst = yrow + 16 * G + 2 * tq + (odd ? 6 : 0);
             if constexpr (sizeof(Tx) == 2) {
-              const uint32_t a = pack2<Tx>(acc[ia] + bm, acc[ia + 1] + bm);
-              const uint32_t b = pack2<Tx>(acc[ib] + bm, acc[ib + 1] + bm);
-              const uint32_t r = __shfl_xor_sync(0xffffffffu, odd ? a : b, 1);
-              *reinterpret_cast<uint2*>(dst) = odd ? make_uint2(r, b) : make_uint2(a, r);
+              uint32_t a[2], b[2], r[2];
+              row_quad<Tx, BN>(acc, i, h, G, bm, odd, a, b, r);
+              *reinterpret_cast<uint2*>(dst) =
+                  odd ? make_uint2(r[0], b[0]) : make_uint2(a[0], r[0]);
             } else {
-              const float a0 = acc[ia] + bm, a1 = acc[ia + 1] + bm;
-              const float b0 = acc[ib] + bm, b1 = acc[ib + 1] + bm;
-              const float r0 = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
-              const float r1 = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
+              float a[2], b[2], r[2];
+              row_quad<Tx, BN>(acc, i, h, G, bm, odd, a, b, r);
               *reinterpret_cast<float4*>(dst) =
-                  odd ? make_float4(r0, r1, b0, b1) : make_float4(a0, a1, r0, r1);
+                  odd ? make_float4(r[0], r[1], b[0], b[1]) : make_float4(a[0], a[1], r[0], r[1]);
             }
           }
         } else if (p.y_pair) {
@@ -303,26 +499,26 @@ __device__ __forceinline__ void wg_store_tile(const FwdParams& p, float* acc,
           // 2 q + 2), each lane taking its right neighbour's first value (lane 3 that of lane 0's
           // next tile), and its first and last columns alone; the other rows store their own pairs.
           const bool sh = (reinterpret_cast<uintptr_t>(yrow) / sizeof(Tx)) & 1;
-          const int src = (lane & ~3) | ((tq + 1) & 3);
           if (sh && tq == 0) yrow[0] = static_cast<Tx>(acc[idx_of(i, 0, h)] + bm);
 #pragma unroll
           for (int jn = 0; jn < kNJ; ++jn) {
-            const int idx = idx_of(i, jn, h);
-            const float v0 = acc[idx] + bm, v1 = acc[idx + 1] + bm;
-            const float next0 = jn + 1 < kNJ ? acc[idx_of(i, jn + 1, h)] + bm : 0.0f;
-            const float r = __shfl_sync(0xffffffffu, tq == 0 ? next0 : v0, src);
+            float v[3];
+            row_shifted<BN>(acc, i, h, jn, bm, lane, v);
             Tx* dst = yrow + 8 * jn + 2 * tq + (sh ? 1 : 0);
             if (jn + 1 == kNJ && sh && tq == 3) {
-              *dst = static_cast<Tx>(v1);  // the tile's last column
+              *dst = static_cast<Tx>(v[1]);  // the tile's last column
             } else {
-              store_pair(dst, sh ? v1 : v0, sh ? r : v1);
+              store_pair(dst, sh ? v[1] : v[0], sh ? v[2] : v[1]);
             }
           }
         }
       }
     }
+  } else if (kRaggedVectors && p.ysl == 1) {
+    wg_store_ragged_cf<Tx, BM, BN>(p, acc, bias_pre, yb + j0, m0, t, mvalid, nvalid);
   } else {
-    // Ragged tiles, channel-last or unaligned y: pairs where y allows them, else elements.
+    // Ragged tiles (without kRaggedVectors), channel-last y: pairs where y allows them, else
+    // elements.
 #pragma unroll
     for (int i = 0; i < kMB; ++i) {
 #pragma unroll

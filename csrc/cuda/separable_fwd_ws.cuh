@@ -415,9 +415,16 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
   float acc[kPasses * kAccRegs];
 #pragma unroll
   for (int i = 0; i < kPasses * kAccRegs; ++i) acc[i] = 0.0f;
-  float bias_pre[kPasses * 2 * kMB];
+  // The bias of each accumulator row, loaded at a pass's start for its epilogue. kDwMma: the
+  // pointwise bias itself (the producers add the depthwise one), kept as x's raw 16 bits until
+  // the epilogue widens it (bias_of). Widened at the load, ptxas waited for the load right there,
+  // before the pass's first product (seed bf16 ~93.5 -> ~89 us without that wait: csrc/NOTES.md
+  // "Thirtieth session"). Otherwise the folded bias (cout_pad float entries), first read by the
+  // epilogue.
+  using BiasWord = std::conditional_t<kDwMma, uint16_t, float>;
+  BiasWord bias_pre[kPasses * 2 * kMB];
   const int wn = tid >> 7;  // warpgroup: Cout rows [64 wn, 64 wn + 64) of the tile (kMB = 1)
-  auto prefetch_bias = [&](int m0, float* dst) {
+  auto prefetch_bias = [&](int m0, BiasWord* dst) {
     const int t = threadIdx.x;
     const int wm = (t >> 5) & 3, g8 = (t & 31) >> 2;
 #pragma unroll
@@ -425,12 +432,23 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int m = m0 + wn * Tile::kWgRows + i * 64 + wm * 16 + g8 + h * 8;
-        if constexpr (kDwMma) {  // the pointwise bias itself (the producers add the depthwise one)
-          const Tx* pwb = static_cast<const Tx*>(p.pwb_raw);
-          dst[i * 2 + h] = pwb != nullptr && m < p.cout ? widen<float>(pwb[m]) : 0.0f;
+        if constexpr (kDwMma) {
+          const uint16_t* pwb = static_cast<const uint16_t*>(p.pwb_raw);
+          dst[i * 2 + h] = pwb != nullptr && m < p.cout ? pwb[m] : uint16_t{0};
         } else {
-          dst[i * 2 + h] = static_cast<const float*>(p.bias)[m];  // cout_pad entries
+          dst[i * 2 + h] = static_cast<const float*>(p.bias)[m];
         }
+      }
+    }
+  };
+  auto bias_of = [&](const BiasWord* src, float* dst) {
+#pragma unroll
+    for (int i = 0; i < 2 * kMB; ++i) {
+      if constexpr (kDwMma) {
+        const uint32_t w = src[i];
+        dst[i] = raw_elem<Tx>(&w, 0);
+      } else {
+        dst[i] = src[i];
       }
     }
   };
@@ -543,8 +561,10 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
 #pragma unroll
       for (int ps = 0; ps < kG; ++ps) {
         if (ps < passes) {
-          wg_store_tile<Tx, BM, BN>(p, acc + ps * kAccRegs, bias_pre + ps * 2 * kMB, b, j0,
-                                    (mt0 + ps) * BM, tid);
+          float bias[2 * kMB];
+          bias_of(bias_pre + ps * 2 * kMB, bias);
+          wg_store_tile<Tx, BM, BN, false>(p, acc + ps * kAccRegs, bias, b, j0, (mt0 + ps) * BM,
+                                           tid);
         }
       }
     }
@@ -597,7 +617,9 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
       // (seed bf16 123.3 -> 117.5 us; the other TF32 kernels lost 2-5% with it: csrc/NOTES.md
       // "Nineteenth session"; the TF32 kXTma kernel spilled 48 B without it).
       const int et = (sizeof(Tx) == 2 || kXTma) ? opaque(tid) : tid;
-      wg_store_tile<Tx, BM, BN>(p, acc, bias_pre, b, j0, m0, et);
+      float bias[2 * kMB];
+      bias_of(bias_pre, bias);
+      wg_store_tile<Tx, BM, BN>(p, acc, bias, b, j0, m0, et);
     }
     hs0 += n_chunks;  // n_chunks <= H
     if (hs0 >= H) {

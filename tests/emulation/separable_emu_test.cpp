@@ -64,14 +64,15 @@ struct Case {
   int misalign;   // element offset of x / dy in their buffers, plus padded strides
   bool dwb, pwb;  // biases present
   uint64_t seed;
+  int64_t ypad = 0;  // warp-specialised kernel: channel-first y rows padded by ypad elements
   int64_t Lout() const { return conv_out_length(L, K, stride, pl, pr, dil); }
   std::string str() const {
     char b[256];
     std::snprintf(b, sizeof b,
                   "B%" PRId64 " Cin%" PRId64 " Cout%" PRId64 " L%" PRId64 " K%" PRId64 " s%" PRId64
-                  " d%" PRId64 " pad(%" PRId64 ",%" PRId64 ") %s mis%d dwb%d pwb%d",
+                  " d%" PRId64 " pad(%" PRId64 ",%" PRId64 ") %s mis%d dwb%d pwb%d ypad%" PRId64,
                   B, Cin, Cout, L, K, stride, dil, pl, pr, cl ? "CL" : "CF", misalign, int(dwb),
-                  int(pwb));
+                  int(pwb), ypad);
     return b;
   }
 };
@@ -232,6 +233,17 @@ void check_fwd(Problem<Tx, Tw>& P, Act<Tx>& y, bool cl, const FwdPlan& plan, con
           worst = std::max(worst, std::isfinite(err) ? err / allowed : 1e300);
         }
       }
+  // Padded channel-first rows: nothing past a row's last output may be written (the ragged tiles'
+  // vector stores end inside the row).
+  if (!cl) {
+    const Tx p0 = poison<Tx>();
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t o = 0; o < c.Cout; ++o)
+        for (int64_t j = Lo; j < y.sc; ++j) {
+          const size_t i = size_t(y.off + b * y.sb + o * y.sc + j);
+          if (i < y.buf.size() && std::memcmp(&y.buf[i], &p0, sizeof(Tx)) != 0) ++bad;
+        }
+  }
   report(bad == 0,
          std::string("fwd ") + tname<Tx>() + "/" + tname<Tw>() + " " + cfg + (cl ? " CL" : " CF") +
              (plan.p.resident ? " resident" : " streamed") +
@@ -275,7 +287,7 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
   const Case& c = P.c;
   const ConvGeometry g = P.geom();
   Act<Tx> y;
-  y.init(c.B, c.Cout, c.Lout(), kXcl, 0, 0);
+  y.init(c.B, c.Cout, c.Lout(), kXcl, 0, kXcl ? 0 : c.ypad);
   FwdPlan plan;
   if (kG > 0 ? !plan_fwd_ws_cm<Tx, BN, kXcl, kG>(g, P.x.view(), y.ptr(), y.sb, y.sc, y.sl, caps, plan)
              : !plan_fwd_ws<Tx, BN, kXcl, kSC>(g, P.x.view(), y.ptr(), y.sb, y.sc, y.sl, caps, plan)) {
@@ -630,6 +642,17 @@ int main(int argc, char** argv) {
       // ... and of odd pitch (pairs shifted by one element on rows that start at an odd one;
       // case 28 in bf16, and 55 with every row odd from a misaligned base), TF32.
       {4, {2, 64, 260, 301, 7, 1, 1, 3, 3, false, 0, true, true, 60}},
+      // Ragged position tiles (and Cout 200: ragged Cout tiles) of padded channel-first y rows, so
+      // that the last tile ends inside a vector: 16-bit rows of 1008 (16-byte vectors) and 1004
+      // (8-byte) elements for 1001 outputs; TF32 rows of 304 (16-byte) for 301; 16-bit rows of
+      // 302 (pairs; the first only chunk-major, on these caps) for 301; bf16 rows of 301 + 2 (odd
+      // pitch).
+      {0, {1, 64, 300, 1001, 5, 1, 1, 2, 2, false, 0, true, true, 61, 7}},
+      {2, {1, 64, 200, 1001, 9, 1, 1, 4, 4, false, 0, true, true, 62, 3}},
+      {4, {2, 64, 260, 301, 5, 1, 1, 2, 2, false, 0, true, true, 63, 3}},
+      {3, {2, 72, 260, 301, 7, 1, 1, 3, 3, false, 0, true, true, 64, 1}},
+      {0, {2, 64, 200, 301, 3, 1, 1, 1, 1, false, 0, true, true, 65, 2}},
+      {2, {2, 72, 260, 301, 7, 1, 1, 3, 3, false, 0, true, true, 66, 1}},
   };
   std::mt19937_64 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
