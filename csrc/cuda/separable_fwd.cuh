@@ -221,12 +221,12 @@ __device__ __forceinline__ void row_quad(const float* acc, int i, int h, int G, 
     b[0] = pack2<Tx>(acc[ib] + bm, acc[ib + 1] + bm);
     r[0] = __shfl_xor_sync(0xffffffffu, odd ? a[0] : b[0], 1);
   } else {
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      a[e] = acc[ia + e] + bm;
-      b[e] = acc[ib + e] + bm;
-      r[e] = __shfl_xor_sync(0xffffffffu, odd ? a[e] : b[e], 1);
-    }
+    a[0] = acc[ia] + bm;
+    a[1] = acc[ia + 1] + bm;
+    b[0] = acc[ib] + bm;
+    b[1] = acc[ib + 1] + bm;
+    r[0] = __shfl_xor_sync(0xffffffffu, odd ? a[0] : b[0], 1);
+    r[1] = __shfl_xor_sync(0xffffffffu, odd ? a[1] : b[1], 1);
   }
 }
 
@@ -270,14 +270,10 @@ __device__ __forceinline__ void st_global_v4(void* dst, uint32_t a, uint32_t b, 
                "r"(d));
 #endif
 }
-// Two consecutive outputs (dst 2-element aligned), as one store.
+// Two consecutive 16-bit outputs (dst 4-byte aligned), as one store.
 template <typename Tx>
 __device__ __forceinline__ void st_global_pair(Tx* dst, float a, float b) {
-  if constexpr (sizeof(Tx) == 4) {
-    st_global_v2(dst, __float_as_uint(a), __float_as_uint(b));
-  } else {
-    st_global_v1(dst, pack2<Tx>(a, b));
-  }
+  st_global_v1(dst, pack2<Tx>(a, b));
 }
 
 // wgmma: warpgroup wn issues the products of one BK chunk, W rows [wn BM / 2, (wn + 1) BM / 2)
@@ -323,11 +319,13 @@ __device__ __forceinline__ void store_words_upto(Tx* dst, const uint32_t (&w)[N]
 // element where it crosses it, instead of a per-element loop with a bounds check and 64-bit index
 // maths per element. Every lane runs every shuffle; only the stores are guarded. A separate
 // function: written as one template with the whole tiles' path, the whole tiles lost 2-5% (the
-// alignment branch moved into the row loop, and their plain vector stores were split).
+// alignment branch moved into the row loop, and their plain vector stores were split). 16-bit y
+// only (wg_store_tile's kRaggedVectors says why).
 template <typename Tx, int BM, int BN>
 __device__ __forceinline__ void wg_store_ragged_cf(const FwdParams& p, const float* acc,
                                                 const float* bias_pre, Tx* yb, int m0, int t,
                                                 int mvalid, int nv) {
+  static_assert(sizeof(Tx) == 2, "16-bit y");
   constexpr int kRows = BM / 2, kMB = kRows / 64, kNJ = BN / 8;
   const int lane = t & 31, wm = (t >> 5) & 3, wn = t >> 7, g8 = lane >> 2, tq = lane & 3;
   const bool odd = tq & 1;
@@ -340,7 +338,7 @@ __device__ __forceinline__ void wg_store_ragged_cf(const FwdParams& p, const flo
       const bool rok = row_of(i, h) < mvalid;
       const float bm = bias_pre[i * 2 + h];
       Tx* yrow = yb + static_cast<int64_t>(m0 + row_of(i, h)) * p.ysc;
-      if (sizeof(Tx) == 2 && p.y_vec8) {
+      if (p.y_vec8) {
         // As the whole tiles: lane q stores the 8 columns of tile 4 G + q after a quad transpose.
 #pragma unroll
         for (int G = 0; G < kNJ / 4; ++G) {
@@ -359,31 +357,14 @@ __device__ __forceinline__ void wg_store_ragged_cf(const FwdParams& p, const flo
         for (int G = 0; G < kNJ / 2; ++G) {
           const int c0 = 16 * G + 2 * tq + (odd ? 6 : 0);
           const bool whole = rok && c0 + 4 <= nv, part = rok && c0 < nv && c0 + 4 > nv;
-          if constexpr (sizeof(Tx) == 2) {
-            uint32_t a[2], b[2], r[2];
-            row_quad<Tx, BN>(acc, i, h, G, bm, odd, a, b, r);
-            const uint2 q = odd ? make_uint2(r[0], b[0]) : make_uint2(a[0], r[0]);
-            const uint32_t w[2] = {q.x, q.y};
-            if (whole) {
-              st_global_v2(yrow + c0, w[0], w[1]);
-            } else if (part) {
-              store_words_upto<Tx, 2>(yrow + c0, w, nv - c0);
-            }
-          } else {
-            float a[2], b[2], r[2];
-            row_quad<Tx, BN>(acc, i, h, G, bm, odd, a, b, r);
-            const float4 q =
-                odd ? make_float4(r[0], r[1], b[0], b[1]) : make_float4(a[0], a[1], r[0], r[1]);
-            const float v[4] = {q.x, q.y, q.z, q.w};
-            if (whole) {
-              st_global_v4(yrow + c0, __float_as_uint(v[0]), __float_as_uint(v[1]),
-                           __float_as_uint(v[2]), __float_as_uint(v[3]));
-            } else if (part) {
-#pragma unroll
-              for (int e = 0; e < 4; ++e) {
-                if (c0 + e < nv) yrow[c0 + e] = static_cast<Tx>(v[e]);
-              }
-            }
+          uint32_t a[2], b[2], r[2];
+          row_quad<Tx, BN>(acc, i, h, G, bm, odd, a, b, r);
+          const uint2 q = odd ? make_uint2(r[0], b[0]) : make_uint2(a[0], r[0]);
+          const uint32_t w[2] = {q.x, q.y};
+          if (whole) {
+            st_global_v2(yrow + c0, w[0], w[1]);
+          } else if (part) {
+            store_words_upto<Tx, 2>(yrow + c0, w, nv - c0);
           }
         }
       } else if (p.y_pair) {
@@ -423,10 +404,12 @@ __device__ __forceinline__ void wg_store_ragged_cf(const FwdParams& p, const flo
 // zeroes them. Fragment (i, jn, h, e) in acc[i * BN / 2 + 4 jn + 2 h + e]: row
 // wn * BM / 2 + 64 i + 16 wm + g8 + 8 h, column 8 jn + 2 tq + e (wn = warpgroup, wm = warp in it,
 // g8 = lane / 4, tq = lane % 4); bias_pre[2 i + h] is the bias of that row. kRaggedVectors:
-// ragged tiles of channel-first y in vectors (wg_store_ragged_cf); the chunk-major kernel, which
-// inlines this once per Cout pass of its group, keeps the smaller per-pair form (with the vectors
-// its consumers spilled 2056 bytes instead of 844, QuartzNet-block fp16 +5%).
-template <typename Tx, int BM, int BN, bool kRaggedVectors = true>
+// ragged tiles of channel-first y in vectors (wg_store_ragged_cf), for 16-bit y in pass-major
+// kernels. The others keep the smaller per-pair form: the chunk-major kernel inlines this once
+// per Cout pass of its group (with the vectors its consumers spilled 2056 bytes instead of 844,
+// QuartzNet-block fp16 +5%), and with float32 y the TF32 kernel without the x tensor map spilled
+// 204 bytes (none before; QuartzNet-first TF32 +5%) while the others gained nothing measurable.
+template <typename Tx, int BM, int BN, bool kRaggedVectors = (sizeof(Tx) == 2)>
 __device__ __forceinline__ void wg_store_tile(const FwdParams& p, float* acc,
                                               const float* bias_pre, int64_t b, int64_t j0, int m0,
                                               int t) {
@@ -515,7 +498,9 @@ __device__ __forceinline__ void wg_store_tile(const FwdParams& p, float* acc,
       }
     }
   } else if (kRaggedVectors && p.ysl == 1) {
-    wg_store_ragged_cf<Tx, BM, BN>(p, acc, bias_pre, yb + j0, m0, t, mvalid, nvalid);
+    if constexpr (kRaggedVectors) {
+      wg_store_ragged_cf<Tx, BM, BN>(p, acc, bias_pre, yb + j0, m0, t, mvalid, nvalid);
+    }
   } else {
     // Ragged tiles (without kRaggedVectors), channel-last y: pairs where y allows them, else
     // elements.
