@@ -498,7 +498,7 @@ __device__ __forceinline__ void wg_store_tile(const FwdParams& p, float* acc,
       }
     }
   } else if (kRaggedVectors && p.ysl == 1) {
-    if constexpr (kRaggedVectors) {
+    if constexpr (kRaggedVectors) {  // not instantiated for float32 y (16-bit only)
       wg_store_ragged_cf<Tx, BM, BN>(p, acc, bias_pre, yb + j0, m0, t, mvalid, nvalid);
     }
   } else {

@@ -643,10 +643,11 @@ int main(int argc, char** argv) {
       // case 28 in bf16, and 55 with every row odd from a misaligned base), TF32.
       {4, {2, 64, 260, 301, 7, 1, 1, 3, 3, false, 0, true, true, 60}},
       // Ragged position tiles (and Cout 200: ragged Cout tiles) of padded channel-first y rows, so
-      // that the last tile ends inside a vector: 16-bit rows of 1008 (16-byte vectors) and 1004
-      // (8-byte) elements for 1001 outputs; TF32 rows of 304 (16-byte) for 301; 16-bit rows of
-      // 302 (pairs; the first only chunk-major, on these caps) for 301; bf16 rows of 301 + 2 (odd
-      // pitch).
+      // that the last tile of 16-bit y ends inside a vector: rows of 1008 (16-byte vectors) and
+      // 1004 (8-byte) elements for 1001 outputs; rows of 302 (pairs; the first only chunk-major,
+      // on these caps) for 301; bf16 rows of 301 + 2 (odd pitch). TF32 rows of 304 for 301: the
+      // per-pair ragged form (float32 y takes no ragged vectors), which must not write the
+      // padding either.
       {0, {1, 64, 300, 1001, 5, 1, 1, 2, 2, false, 0, true, true, 61, 7}},
       {2, {1, 64, 200, 1001, 9, 1, 1, 4, 4, false, 0, true, true, 62, 3}},
       {4, {2, 64, 260, 301, 5, 1, 1, 2, 2, false, 0, true, true, 63, 3}},
