@@ -23,6 +23,8 @@
 //                csrc/NOTES.md "Twenty-fourth session")
 //   YPAD=n       y rows of L + n elements (rows that are not 16-byte aligned take the epilogue's
 //                other store paths)
+//   NORUNS=1     the tensor-core depthwise kernel without the run epilogue (wg_store_runs) where
+//                the library would take it (ws_perm_rows_fit)
 // Timing experiments that break the results (a phase skipped) must not run on zero or stale data
 // without saying so: the GPU's clock depends on the data (see ZERO_X).
 #include "cuda/separable_plan.cuh"
@@ -179,6 +181,8 @@ int main(int argc, char** argv) {
   const auto kernel = sep_fwd_ws_kernel<T, BN, false, kG, kSC, kG == 0, false>;
 #else
   const auto kernel = sep_fwd_ws_kernel<T, BN, false, kG, kSC, true, true>;
+  // The run epilogue's kernel, where the library takes it (ws_perm_rows_fit).
+  const auto kernel_runs = sep_fwd_ws_kernel<T, BN, false, kG, kSC, true, true, kG == 0>;
 #endif
   const int threads = ws_threads(ws_has_loader<T, BN>(kG));
   std::vector<FwdPlan> plans(NS);
@@ -225,6 +229,13 @@ int main(int argc, char** argv) {
 #endif
   }
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(plans[0].smem)));
+#ifndef HARNESS_FFMA
+  CK(cudaFuncSetAttribute(kernel_runs, cudaFuncAttributeMaxDynamicSharedMemorySize, int(plans[0].smem)));
+  // NORUNS=1: the kernel without the run epilogue wherever the library would take it.
+  const char* noruns = std::getenv("NORUNS");
+  const bool runs = kG == 0 && ws_perm_rows_fit(plans[0].p) && (noruns == nullptr || !*noruns);
+  std::printf("epilogue: %s\n", runs ? "runs (h in perm_h_row's order)" : "traded vectors");
+#endif
   std::printf("plan: %lld blocks, %lld B shared, %d W stages, %d h slots, %d items, %d Cout passes per item\n",
               static_cast<long long>(plans[0].blocks), static_cast<long long>(plans[0].smem),
               plans[0].p.w_stages, plans[0].p.h_slots, plans[0].p.n_items, plans[0].p.ppg);
@@ -232,6 +243,12 @@ int main(int argc, char** argv) {
   auto launch = [&](int s) {
 #ifdef HARNESS_FFMA
     if (with_prep) sep_prep_kernel<T, T, float, kTf32><<<unsigned(plans[s].prep_blocks), 256>>>(plans[s].pp);
+#endif
+#ifndef HARNESS_FFMA
+    if (runs) {
+      kernel_runs<<<unsigned(plans[s].blocks), threads, size_t(plans[s].smem)>>>(plans[s].p);
+      return;
+    }
 #endif
     kernel<<<unsigned(plans[s].blocks), threads, size_t(plans[s].smem)>>>(plans[s].p);
   };

@@ -573,23 +573,28 @@ def test_wgmma_kernel_runs_on_sm90(device):
     assert all("sep_fwd_ws_kernel<__nv_bfloat16, 128," in n for n in names), names
 
 
-def _profiled_forward(x, dw, dwb, pw, pwb, pads, label):
-    """The forward with 'same' padding (pads) against float64, into poisoned memory, under the
-    profiler: the names of the CUDA kernels it launched."""
+def _profiled_forward(x, dw, dwb, pw, pwb, pads, label, padding="same"):
+    """The forward with padding (whose (left, right) is pads) against float64, into poisoned
+    memory, under the profiler: the names of the CUDA kernels it launched."""
     ref = reference_separable(x, dw, dwb, pw, pwb, 1, *pads, 1)
     poison_allocator(x.device.type, ref.numel() * x.element_size())
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
+        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding=padding)
         torch.cuda.synchronize()
     assert_close_to_reference(out, ref, tolerance_for(x.dtype), label)
     return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
 
 
-def _ws_kernel_tails(names):
-    """The last two template arguments (kXTma, kDwMma) of each warp-specialised forward kernel
-    among the recorded kernel names."""
-    return [re.search(r"sep_fwd_ws_kernel<([^>]*)>", n).group(1).replace(" ", "").split(",")[-2:]
+def _ws_kernel_args(names):
+    """The template arguments (Tx, BN, kXcl, kG, kSC, kXTma, kDwMma, kPermRows) of each
+    warp-specialised forward kernel among the recorded kernel names."""
+    return [re.search(r"sep_fwd_ws_kernel<([^>]*)>", n).group(1).replace(" ", "").split(",")
             for n in names if "sep_fwd_ws_kernel" in n]
+
+
+def _ws_kernel_tails(names):
+    """kXTma and kDwMma of each warp-specialised forward kernel among the recorded kernel names."""
+    return [args[5:7] for args in _ws_kernel_args(names)]
 
 
 @pytest.mark.parametrize("wdtype", [torch.bfloat16, torch.float32])
@@ -608,6 +613,29 @@ def test_tensor_core_depthwise_runs_with_16_bit_weights(device, wdtype):
     assert tails, "no warp-specialised forward kernel was recorded"
     want = ["true", "true" if wdtype == torch.bfloat16 else "false"]
     assert all(t == want for t in tails), names
+
+
+@pytest.mark.parametrize("case", ["aligned", "fp16-rows-8-byte", "three-tap-blocks"])
+def test_run_epilogue_where_rows_are_16_byte_aligned(device, case):
+    """On compute capability 9.0 the 16-bit forward with the tensor-core depthwise stores whole
+    16-byte runs per lane (h in permuted order, the kernel's template argument kPermRows) where y's
+    rows are 16-byte aligned and one block of 16 taps covers K; not where the rows are only 8-byte
+    aligned (L 2044) or K needs three blocks (K 31). Each against float64, into poisoned memory,
+    with ragged Cout (200)."""
+    if device != "cuda" or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs a compute capability 9.0 GPU")
+    dtype = torch.float16 if case.startswith("fp16") else torch.bfloat16
+    length = 2044 if case == "fp16-rows-8-byte" else 2048
+    k = 31 if case == "three-tap-blocks" else 9
+    x = make_activation(_batch_for_one_group(length), 256, length, dtype, device)
+    dw, dwb, pw, pwb = _weights(256, 200, k, dtype, device, True, True)
+    names = _profiled_forward(x, dw, dwb, pw, pwb, ((k - 1) // 2, (k - 1) // 2), case)
+    args = _ws_kernel_args(names)
+    assert args, names
+    if case == "aligned":  # kXTma, kDwMma, kPermRows
+        assert all(a[5:] == ["true", "true", "true"] for a in args), names
+    else:
+        assert all(a[7] == "false" for a in args), names
 
 
 def _offset_copy(t):

@@ -56,6 +56,16 @@ __host__ __device__ constexpr int64_t mma_dw_reach(int64_t K, int64_t off, int n
 }
 __device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+// The h row (the product's N index) that holds tile position jj in the kernels whose epilogue
+// stores runs (wg_store_runs): bits 1-2 and 3-4 of jj swapped, an involution. A consumer lane q
+// holds accumulator columns 8 n + 2 q + {0, 1} of every n8 tile n; with h in this order the four
+// tiles 4 G .. 4 G + 3 hold positions 32 G + 8 q + 0 .. 7, so each lane has 8 consecutive outputs
+// of a row without trading values across the quad.
+__host__ __device__ constexpr int perm_h_row(int jj) {
+  return (jj & ~31) | (((jj >> 1) & 3) << 3) | (((jj >> 3) & 3) << 1) | (jj & 1);
+}
+static_assert(perm_h_row(perm_h_row(45)) == 45 && perm_h_row(2) == 8 && perm_h_row(8) == 2, "");
+
 // Returns v unchanged but opaque to the optimiser: index maths derived from it inside a loop body
 // is not hoisted out of the pipeline loop (which would keep it live in registers throughout).
 __device__ __forceinline__ int opaque(int v) {
@@ -654,7 +664,8 @@ struct DwStage {
   // kWordRows: rows staged in 4-byte pairs (kLoadWords: x rows not 16-byte aligned), row c from
   // position p0 - row_off(off, c), so each channel has its own sh = row_off (0 or 1) and off_a = 0;
   // the block count is that of the worst parity present.
-  template <bool kWordRows = false>
+  // kPermRows: h rows in perm_h_row's order (for wg_store_runs).
+  template <bool kWordRows = false, bool kPermRows = false>
   __device__ static void compute_mma(const DwParams& d, const Tx* xs, const Tacc* dws, Tm* hs,
                                      int off, int c0, int tid) {
     static_assert(kMmaOk, "");
@@ -717,12 +728,23 @@ struct DwStage {
       for (int b = 0; b < nb; ++b) block(b);
     }
     // acc[ci][r]: channel 8 wp + ci at output 8g + 2q + (r & 1) + 64 (r >> 1).
+    // Lanes of odd q store their rows in pairs swapped: in perm_h_row's order a quarter warp's
+    // rows have only 2 swizzle phases per store otherwise (4-way bank conflicts; 2-way as in the
+    // natural order with the swap: seed bf16 88.4 -> 85.2 us).
+    uint4 vals[4];
 #pragma unroll
     for (int r = 0; r < (NPOS > 64 ? 4 : 2); ++r) {
+      vals[r] = make_uint4(pack2(acc[0][r], acc[1][r]), pack2(acc[2][r], acc[3][r]),
+                           pack2(acc[4][r], acc[5][r]), pack2(acc[6][r], acc[7][r]));
+    }
+#pragma unroll
+    for (int k = 0; k < (NPOS > 64 ? 4 : 2); ++k) {
+      const bool swap = kPermRows && (q & 1);
+      const int r = swap ? k ^ 1 : k;
       const int jj = 8 * g + 2 * q + (r & 1) + 64 * (r >> 1);
-      const uint4 v = make_uint4(pack2(acc[0][r], acc[1][r]), pack2(acc[2][r], acc[3][r]),
-                                 pack2(acc[4][r], acc[5][r]), pack2(acc[6][r], acc[7][r]));
-      *reinterpret_cast<uint4*>(hs + jj * CH + 8 * (wp ^ (jj & 7))) = v;
+      const int row = kPermRows ? perm_h_row(jj) : jj;
+      const uint4 v = swap ? vals[k ^ 1] : vals[k];
+      *reinterpret_cast<uint4*>(hs + row * CH + 8 * (wp ^ (row & 7))) = v;
     }
   }
 

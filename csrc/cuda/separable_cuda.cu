@@ -215,6 +215,14 @@ bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
     if (x_map_allowed() && ws_x_map_fits<kXcl>(plan.p) && (kG == 0 || dw_mma) &&
         encode_x_map<Tx>(plan.p, g.batch, WsTile<Tx, BN>::BK)) {
       if constexpr (mma_dw_types<Tx, Tw, BN>()) {
+        if constexpr (kG == 0) {
+          if (dw_mma && ws_perm_rows_fit(plan.p) &&
+              run_fwd_unprepared<Tx>(plan, src, g, current_stream(x),
+                                     sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true, true>,
+                                     threads, "sep_fwd_ws_kernel")) {
+            return true;
+          }
+        }
         if (dw_mma &&
             run_fwd_unprepared<Tx>(plan, src, g, current_stream(x),
                                    sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true>, threads,

@@ -531,6 +531,141 @@ __device__ __forceinline__ void wg_store_tile(const FwdParams& p, float* acc,
   for (int i = 0; i < kMB * BN / 2; ++i) acc[i] = 0.0f;
 }
 
+// The epilogue of the kernels whose producers store h in perm_h_row's order (16-bit y: the
+// pass-major kernels with the tensor-core depthwise). There lane q of fragment row (i, h) holds,
+// in n8 tiles 4 G .. 4 G + 3, the 8 consecutive columns 32 G + 8 q .. + 7 (run G), so it stores
+// each run without trading values across the quad (wg_store_tile's 16-bit paths spend 96 selects
+// and 32 shuffles per warp and tile on that): one 16-byte store on 16-byte-aligned rows, two
+// 8-byte or four 4-byte stores on 8- and 4-byte-aligned ones; on rows of odd pitch the pairs
+// shifted by one element where a row starts at an odd one, the run's last element paired with the
+// next run's first (one shuffle per run). Ragged tiles store whole runs below the valid columns
+// and the run that crosses them in pairs and an element (element by element on rows of odd
+// pitch); y that is not channel-first element by element. Then zeroes the accumulators. Every
+// vector store is written as one instruction (st_global_v*): with plain stores, LLVM merged the
+// paths' stores and split the 16-byte one into words.
+template <typename Tx, int BM, int BN>
+__device__ __forceinline__ void wg_store_runs(const FwdParams& p, float* acc, const float* bias_pre,
+                                              int64_t b, int64_t j0, int m0, int t) {
+  static_assert(sizeof(Tx) == 2, "16-bit y");
+  constexpr int kRows = BM / 2, kMB = kRows / 64, kRuns = BN / 32;
+  const int lane = t & 31, wm = (t >> 5) & 3, wn = t >> 7, g8 = lane >> 2, tq = lane & 3;
+  const int mvalid = min(BM, p.cout - m0);
+  const int nvalid = static_cast<int>(min64(BN, p.Lout - j0));
+  Tx* yb = static_cast<Tx*>(p.y) + b * p.ysb;
+  auto row_of = [&](int i, int h) { return wn * kRows + i * 64 + wm * 16 + g8 + h * 8; };
+  // Run G of fragment row (i, h), biased by bm, as 4 packed pairs (low half first).
+  auto run = [&](int i, int h, int G, float bm, uint32_t (&w)[4]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int idx = i * (BN / 2) + (4 * G + j) * 4 + 2 * h;
+      w[j] = pack2<Tx>(acc[idx] + bm, acc[idx + 1] + bm);
+    }
+  };
+  auto store_half = [](Tx* dst, uint32_t bits) {
+    *reinterpret_cast<uint16_t*>(dst) = static_cast<uint16_t>(bits & 0xffffu);
+  };
+  if (p.ysl == 1 && mvalid == BM && nvalid == BN) {
+#pragma unroll
+    for (int i = 0; i < kMB; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float bm = bias_pre[i * 2 + h];
+        Tx* yrow = yb + static_cast<int64_t>(m0 + row_of(i, h)) * p.ysc + j0 + 8 * tq;
+        if (p.y_vec8) {
+#pragma unroll
+          for (int G = 0; G < kRuns; ++G) {
+            uint32_t w[4];
+            run(i, h, G, bm, w);
+            st_global_v4(yrow + 32 * G, w[0], w[1], w[2], w[3]);
+          }
+        } else if (p.y_vec4) {
+#pragma unroll
+          for (int G = 0; G < kRuns; ++G) {
+            uint32_t w[4];
+            run(i, h, G, bm, w);
+            st_global_v2(yrow + 32 * G, w[0], w[1]);
+            st_global_v2(yrow + 32 * G + 4, w[2], w[3]);
+          }
+        } else if (p.y_pair) {
+#pragma unroll
+          for (int G = 0; G < kRuns; ++G) {
+            uint32_t w[4];
+            run(i, h, G, bm, w);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) st_global_v1(yrow + 32 * G + 2 * k, w[k]);
+          }
+        } else {
+          // Rows of odd pitch. A row starting at an odd element (sh) stores the pairs (2 k + 1,
+          // 2 k + 2) of each run, the last with the first element of lane q + 1's run (lane 3:
+          // lane 0's next run); its first column goes alone, and so does its last. j0 and 8 q are
+          // even, so yrow has the row start's parity.
+          const bool sh = (reinterpret_cast<uintptr_t>(yrow) / sizeof(Tx)) & 1;
+          const int src = (lane & ~3) | ((tq + 1) & 3);
+          uint32_t w[kRuns][4];
+#pragma unroll
+          for (int G = 0; G < kRuns; ++G) run(i, h, G, bm, w[G]);
+          if (sh && tq == 0) store_half(yrow, w[0][0]);
+#pragma unroll
+          for (int G = 0; G < kRuns; ++G) {
+            const uint32_t give = tq == 0 ? (G + 1 < kRuns ? w[G + 1][0] : 0u) : w[G][0];
+            const uint32_t next = __shfl_sync(0xffffffffu, give, src);
+            Tx* dst = yrow + 32 * G + (sh ? 1 : 0);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+              const uint32_t hi = k < 3 ? w[G][k + 1] : next;
+              const uint32_t shifted = (w[G][k] >> 16) | (hi << 16);
+              if (k == 3 && G + 1 == kRuns && sh && tq == 3) {
+                store_half(dst + 2 * k, shifted);  // the row's last column
+              } else {
+                st_global_v1(dst + 2 * k, sh ? shifted : w[G][k]);
+              }
+            }
+          }
+        }
+      }
+    }
+  } else {
+    // Ragged tiles (the last position tile of a row, Cout tiles past cout), and y that is not
+    // channel-first. No lane trades values here, so rows past cout are skipped.
+#pragma unroll
+    for (int i = 0; i < kMB; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (row_of(i, h) >= mvalid) continue;
+        const float bm = bias_pre[i * 2 + h];
+        Tx* yrow = yb + static_cast<int64_t>(m0 + row_of(i, h)) * p.ysc + j0 * p.ysl;
+        const bool words = p.ysl == 1 && (p.y_vec8 || p.y_vec4 || p.y_pair);
+#pragma unroll
+        for (int G = 0; G < kRuns; ++G) {
+          uint32_t w[4];
+          run(i, h, G, bm, w);
+          const int c0 = 32 * G + 8 * tq;
+          if (words && c0 + 8 <= nvalid) {
+            if (p.y_vec8) {
+              st_global_v4(yrow + c0, w[0], w[1], w[2], w[3]);
+            } else if (p.y_vec4) {
+              st_global_v2(yrow + c0, w[0], w[1]);
+              st_global_v2(yrow + c0 + 4, w[2], w[3]);
+            } else {
+#pragma unroll
+              for (int k = 0; k < 4; ++k) st_global_v1(yrow + c0 + 2 * k, w[k]);
+            }
+          } else if (words && c0 < nvalid) {
+            store_words_upto<Tx, 4>(yrow + c0, w, nvalid - c0);
+          } else if (!words) {
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+              if (c0 + e < nvalid) store_half(yrow + static_cast<int64_t>(c0 + e) * p.ysl, w[e >> 1] >> (16 * (e & 1)));
+            }
+          }
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kMB * BN / 2; ++i) acc[i] = 0.0f;
+}
+
 // Two blocks per SM (<= 128 registers) except float64, whose double-width depthwise window and
 // accumulators need more registers (correctness path).
 template <typename Tx, typename Tm, int kGemm, int BM, int BN, int BK, int WN, bool kXcl>

@@ -21,6 +21,7 @@
 //    kXTma x instead by one tensor-map copy per chunk, completing an x_full mbarrier),
 //    compute the depthwise chunk into a free h slot (h^T in the 128-byte swizzle; K = 3, 5, 7, 9
 //    with the taps unrolled at compile time), publish it (fence.proxy.async, one arrival per warp).
+//    With kPermRows h's rows are in perm_h_row's order (for the run epilogue, wg_store_runs).
 // setmaxnreg moves registers between the warpgroups through a per-CTA pool that holds only what
 // the CTA got at launch (ws_consumer_regs / ws_producer_regs): without a loader 168 per consumer
 // thread and 88 per producer thread (512 threads x 128 at launch = 128 x (2 x 168 + 2 x 88)), with
@@ -146,8 +147,11 @@ using WsTile =
 // depthwise on the tensor cores (DwStage::compute_mma) instead of FFMAs, and W
 // comes as boxes of the raw weights through p.w_map (by the loader, or in chunk-major kernels by
 // the consumers' refill), so no preparation kernel runs.
+// kPermRows (pass-major kXTma kDwMma kernels; the host checks ws_perm_rows_fit): the producers
+// store h rows in perm_h_row's order and the epilogue stores runs (wg_store_runs), without the
+// quad transposes.
 template <typename Tx, int BN, bool kXcl, int kG = 0, int kSC = 1, bool kXTma = false,
-          bool kDwMma = false>
+          bool kDwMma = false, bool kPermRows = false>
 __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
     sep_fwd_ws_kernel(const __grid_constant__ FwdParams p) {
   static_assert(kSC == 1 || (kSC == 2 && kG == 0), "multi-chunk steps are pass-major only");
@@ -160,6 +164,7 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
   static_assert(!kDwMma || Dw::kMmaOk, "tensor-core depthwise: 16-bit channel-first kernels");
   static_assert(!kDwMma || kSC == 1 || ws_has_loader<Tx, BN>(kG),
                 "kDwMma: W through w_map, one chunk per box");
+  static_assert(!kPermRows || (kDwMma && kXTma && kG == 0), "runs: pass-major kXTma kDwMma");
 
   SEP_DYNAMIC_SMEM(smem_raw);
   // wgmma's swizzle atoms need 1024-byte-aligned buffers: the plan adds 1024 bytes of slack.
@@ -344,8 +349,8 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
         if constexpr (KC > 0) {
           Dw::template compute_fixed<KC, OFF>(p.dw, xs(st), dws(st), h_slot_ptr(s), pt);
         } else if constexpr (KC < 0) {
-          Dw::template compute_mma<!kXTma>(p.dw, xs(st), dws(st), h_slot_ptr(s), off_of(cur, k),
-                                           k * BK, pt);
+          Dw::template compute_mma<!kXTma, kPermRows>(p.dw, xs(st), dws(st), h_slot_ptr(s),
+                                                      off_of(cur, k), k * BK, pt);
         } else {
           const int off = off_of(cur, k);
           auto depthwise = [&](auto kc2) {
@@ -619,7 +624,11 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
       const int et = (sizeof(Tx) == 2 || kXTma) ? opaque(tid) : tid;
       float bias[2 * kMB];
       bias_of(bias_pre, bias);
-      wg_store_tile<Tx, BM, BN>(p, acc, bias, b, j0, m0, et);
+      if constexpr (kPermRows) {
+        wg_store_runs<Tx, BM, BN>(p, acc, bias, b, j0, m0, et);
+      } else {
+        wg_store_tile<Tx, BM, BN>(p, acc, bias, b, j0, m0, et);
+      }
     }
     hs0 += n_chunks;  // n_chunks <= H
     if (hs0 >= H) {

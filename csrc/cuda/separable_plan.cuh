@@ -424,6 +424,16 @@ bool mma_dw_fits(const FwdParams& p) {
            mma_dw_reach(p.dw.K, mma_dw_offset(p.dw.pad_left), BN) <= p.dw.xpitch;
   }
 }
+// Whether a pass-major kXTma kDwMma kernel takes h in perm_h_row's order and the run epilogue
+// (sep_fwd_ws_kernel<..., kPermRows>, wg_store_runs): channel-first y rows 16-byte aligned, where
+// each lane's 8 consecutive outputs go in one 16-byte store (on 8-, 4- and 2-byte-aligned rows the
+// runs' stores write twice the partial sectors of wg_store_tile's traded vectors: seed bf16 with
+// 8-byte rows 104 -> 130 us), and one block of taps (at K 31 the shorter epilogue left the
+// producers' three products per channel behind: 118.5-120.7 -> 122-125 us). csrc/NOTES.md
+// "Thirty-first session".
+inline bool ws_perm_rows_fit(const FwdParams& p) {
+  return p.y_vec8 && p.ysl == 1 && mma_dw_blocks(p.dw.K, mma_dw_offset(p.dw.pad_left)) == 1;
+}
 // The same for channel-first rows that are not 16-byte aligned (no tensor map): staged in 4-byte
 // pairs by cp.async (kLoadWords), each row at its own element parity (DwStage::row_off), which
 // compute_mma<true> takes per channel; stride 1 and dilation 1.

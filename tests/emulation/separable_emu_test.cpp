@@ -339,6 +339,13 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
         check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, name);
         run_unprepared(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true>,
                        name + (kG > 0 ? " xtma" : "") + " dwmma");
+        // The kernel the host runs where y rows are 16-byte aligned and one block of taps covers K;
+        // run on every plan here, so that its epilogue's other paths (rows of 8-, 4- and 2-byte
+        // alignment, channel-last y) are checked as well.
+        if constexpr (kG == 0) {
+          run_unprepared(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true, true>,
+                         name + " dwmma runs");
+        }
         return;
       }
     }
