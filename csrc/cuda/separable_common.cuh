@@ -730,7 +730,8 @@ struct DwStage {
     // acc[ci][r]: channel 8 wp + ci at output 8g + 2q + (r & 1) + 64 (r >> 1).
     // Lanes of odd q store their rows in pairs swapped: in perm_h_row's order a quarter warp's
     // rows have only 2 swizzle phases per store otherwise (4-way bank conflicts; 2-way as in the
-    // natural order with the swap: seed bf16 88.4 -> 85.2 us).
+    // natural order with the swap: seed bf16 88.4 -> 85.2 us in a build with the x loader of
+    // csrc/NOTES.md, thirty-first session).
     uint4 vals[4];
 #pragma unroll
     for (int r = 0; r < (NPOS > 64 ? 4 : 2); ++r) {
