@@ -196,20 +196,27 @@ __device__ __forceinline__ void store16(T* dst, const uint32_t (&w)[4]) {
 
 // The epilogue's vectors of a fragment row (i, h) of a wgmma tile (accumulator layout in
 // wg_store_tile's comment), biased by bm:
+// * row_run: the lane's pairs of n8 tiles 4 G .. 4 G + 3, 16-bit, as 4 packed pairs (with h in
+//   perm_h_row's order, 8 consecutive columns: wg_store_runs);
 // * row_octet: lane q's 8 consecutive columns of n8 tile 4 G + q, 16-bit, as 4 packed pairs (the
-//   lanes of a quad trade pairs: a 4 x 4 transpose);
+//   lanes of a quad trade row_run's pairs: a 4 x 4 transpose);
 // * row_quad: the lane's pairs of n8 tiles 2 G (a) and 2 G + 1 (b), and r, the pair lane q ^ 1
 //   sent: even lanes own columns (a, r), odd lanes (r, b), 4 consecutive ones. 16-bit as packed
 //   words (a[0], b[0], r[0]), float32 as values. The callers select with whole vectors
 //   (odd ? (r, b) : (a, r)): selecting the elements one by one, LLVM split some of the stores.
 template <typename Tx, int BN>
-__device__ __forceinline__ void row_octet(const float* acc, int i, int h, int G, float bm, int tq,
-                                          uint32_t (&w)[4]) {
+__device__ __forceinline__ void row_run(const float* acc, int i, int h, int G, float bm,
+                                        uint32_t (&w)[4]) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int idx = i * (BN / 2) + (4 * G + j) * 4 + 2 * h;
     if constexpr (sizeof(Tx) == 2) w[j] = pack2<Tx>(acc[idx] + bm, acc[idx + 1] + bm);
   }
+}
+template <typename Tx, int BN>
+__device__ __forceinline__ void row_octet(const float* acc, int i, int h, int G, float bm, int tq,
+                                          uint32_t (&w)[4]) {
+  row_run<Tx, BN>(acc, i, h, G, bm, w);
   quad_transpose(w, tq);
 }
 template <typename Tx, int BN, typename V>
@@ -270,6 +277,10 @@ __device__ __forceinline__ void st_global_v4(void* dst, uint32_t a, uint32_t b, 
                "r"(d));
 #endif
 }
+// The low 16 bits of a packed pair, as one 16-bit output.
+__device__ __forceinline__ void st_low_half(void* dst, uint32_t bits) {
+  *static_cast<uint16_t*>(dst) = static_cast<uint16_t>(bits & 0xffffu);
+}
 // Two consecutive 16-bit outputs (dst 4-byte aligned), as one store.
 template <typename Tx>
 __device__ __forceinline__ void st_global_pair(Tx* dst, float a, float b) {
@@ -308,7 +319,7 @@ __device__ __forceinline__ void store_words_upto(Tx* dst, const uint32_t (&w)[N]
     if (2 * j + 1 < cnt) {
       st_global_v1(reinterpret_cast<uint32_t*>(dst) + j, w[j]);
     } else if (2 * j < cnt) {
-      reinterpret_cast<uint16_t*>(dst)[2 * j] = static_cast<uint16_t>(w[j] & 0xffffu);
+      st_low_half(dst + 2 * j, w[j]);
     }
   }
 }
@@ -553,17 +564,6 @@ __device__ __forceinline__ void wg_store_runs(const FwdParams& p, float* acc, co
   const int nvalid = static_cast<int>(min64(BN, p.Lout - j0));
   Tx* yb = static_cast<Tx*>(p.y) + b * p.ysb;
   auto row_of = [&](int i, int h) { return wn * kRows + i * 64 + wm * 16 + g8 + h * 8; };
-  // Run G of fragment row (i, h), biased by bm, as 4 packed pairs (low half first).
-  auto run = [&](int i, int h, int G, float bm, uint32_t (&w)[4]) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int idx = i * (BN / 2) + (4 * G + j) * 4 + 2 * h;
-      w[j] = pack2<Tx>(acc[idx] + bm, acc[idx + 1] + bm);
-    }
-  };
-  auto store_half = [](Tx* dst, uint32_t bits) {
-    *reinterpret_cast<uint16_t*>(dst) = static_cast<uint16_t>(bits & 0xffffu);
-  };
   if (p.ysl == 1 && mvalid == BM && nvalid == BN) {
 #pragma unroll
     for (int i = 0; i < kMB; ++i) {
@@ -575,14 +575,14 @@ __device__ __forceinline__ void wg_store_runs(const FwdParams& p, float* acc, co
 #pragma unroll
           for (int G = 0; G < kRuns; ++G) {
             uint32_t w[4];
-            run(i, h, G, bm, w);
+            row_run<Tx, BN>(acc, i, h, G, bm, w);
             st_global_v4(yrow + 32 * G, w[0], w[1], w[2], w[3]);
           }
         } else if (p.y_vec4) {
 #pragma unroll
           for (int G = 0; G < kRuns; ++G) {
             uint32_t w[4];
-            run(i, h, G, bm, w);
+            row_run<Tx, BN>(acc, i, h, G, bm, w);
             st_global_v2(yrow + 32 * G, w[0], w[1]);
             st_global_v2(yrow + 32 * G + 4, w[2], w[3]);
           }
@@ -590,7 +590,7 @@ __device__ __forceinline__ void wg_store_runs(const FwdParams& p, float* acc, co
 #pragma unroll
           for (int G = 0; G < kRuns; ++G) {
             uint32_t w[4];
-            run(i, h, G, bm, w);
+            row_run<Tx, BN>(acc, i, h, G, bm, w);
 #pragma unroll
             for (int k = 0; k < 4; ++k) st_global_v1(yrow + 32 * G + 2 * k, w[k]);
           }
@@ -603,8 +603,8 @@ __device__ __forceinline__ void wg_store_runs(const FwdParams& p, float* acc, co
           const int src = (lane & ~3) | ((tq + 1) & 3);
           uint32_t w[kRuns][4];
 #pragma unroll
-          for (int G = 0; G < kRuns; ++G) run(i, h, G, bm, w[G]);
-          if (sh && tq == 0) store_half(yrow, w[0][0]);
+          for (int G = 0; G < kRuns; ++G) row_run<Tx, BN>(acc, i, h, G, bm, w[G]);
+          if (sh && tq == 0) st_low_half(yrow, w[0][0]);
 #pragma unroll
           for (int G = 0; G < kRuns; ++G) {
             const uint32_t give = tq == 0 ? (G + 1 < kRuns ? w[G + 1][0] : 0u) : w[G][0];
@@ -615,7 +615,7 @@ __device__ __forceinline__ void wg_store_runs(const FwdParams& p, float* acc, co
               const uint32_t hi = k < 3 ? w[G][k + 1] : next;
               const uint32_t shifted = (w[G][k] >> 16) | (hi << 16);
               if (k == 3 && G + 1 == kRuns && sh && tq == 3) {
-                store_half(dst + 2 * k, shifted);  // the row's last column
+                st_low_half(dst + 2 * k, shifted);  // the row's last column
               } else {
                 st_global_v1(dst + 2 * k, sh ? shifted : w[G][k]);
               }
@@ -638,7 +638,7 @@ __device__ __forceinline__ void wg_store_runs(const FwdParams& p, float* acc, co
 #pragma unroll
         for (int G = 0; G < kRuns; ++G) {
           uint32_t w[4];
-          run(i, h, G, bm, w);
+          row_run<Tx, BN>(acc, i, h, G, bm, w);
           const int c0 = 32 * G + 8 * tq;
           if (words && c0 + 8 <= nvalid) {
             if (p.y_vec8) {
@@ -655,7 +655,9 @@ __device__ __forceinline__ void wg_store_runs(const FwdParams& p, float* acc, co
           } else if (!words) {
 #pragma unroll
             for (int e = 0; e < 8; ++e) {
-              if (c0 + e < nvalid) store_half(yrow + static_cast<int64_t>(c0 + e) * p.ysl, w[e >> 1] >> (16 * (e & 1)));
+              if (c0 + e < nvalid) {
+                st_low_half(yrow + static_cast<int64_t>(c0 + e) * p.ysl, w[e >> 1] >> (16 * (e & 1)));
+              }
             }
           }
         }
