@@ -22,6 +22,9 @@
 //    compute the depthwise chunk into a free h slot (h^T in the 128-byte swizzle; K = 3, 5, 7, 9
 //    with the taps unrolled at compile time), publish it (fence.proxy.async, one arrival per warp).
 //    With kPermRows h's rows are in perm_h_row's order (for the run epilogue, wg_store_runs).
+//    With the x loader (ws_has_x_loader) the producers only compute: lane 0 of loader warp 18
+//    stages every chunk's x window and taps, and the producers hand each buffer back through an
+//    x_empty mbarrier instead of the named barrier;
 // setmaxnreg moves registers between the warpgroups through a per-CTA pool that holds only what
 // the CTA got at launch (ws_consumer_regs / ws_producer_regs): without a loader 168 per consumer
 // thread and 88 per producer thread (512 threads x 128 at launch = 128 x (2 x 168 + 2 x 88)), with
@@ -60,6 +63,15 @@ constexpr int kWsWBarriers = 4;
 // session").
 template <typename Tx, int BN>
 constexpr bool ws_has_loader(int kG) { return sizeof(Tx) == 2 && kG == 0; }
+// Whether the loader warpgroup also stages the producers' x windows and taps (warp 18, lane 0):
+// the loader kernels with x by tensor map and the tensor-core depthwise, where the producers need
+// nothing else staged. The producers then release a buffer through x_empty (an arrival per
+// thread) instead of meeting at a named barrier every chunk and having thread 0 issue the next
+// copy (seed bf16 harness 87.7 -> 84.1 us; K 31 120.1 -> 117.4).
+template <typename Tx, int BN>
+constexpr bool ws_has_x_loader(int kG, bool kXTma, bool kDwMma) {
+  return ws_has_loader<Tx, BN>(kG) && kXTma && kDwMma;
+}
 constexpr int ws_threads(bool loader) { return kWsConsumers + kWsProducers + (loader ? kWsLoader : 0); }
 // Registers per thread after the roles split (setmaxnreg). setmaxnreg.inc takes registers from a
 // per-CTA pool filled only by setmaxnreg.dec, so the roles must share what the CTA got at launch:
@@ -74,8 +86,9 @@ static_assert(ws_threads(true) * 96 ==
 static_assert(ws_threads(false) * 128 == 128 * (2 * ws_consumer_regs(false) + 2 * ws_producer_regs(false)),
               "register split without the loader");
 
-// x staging barriers (x_full per buffer, used by the kXTma kernels).
-constexpr int kWsXBarriers = 2;
+// x staging barriers: x_full per buffer (the kXTma kernels), then x_empty per buffer (the x
+// loader's kernels, ws_has_x_loader).
+constexpr int kWsXBarriers = 4;
 
 // The producers' x window of one chunk: channels [c0, c0 + CH) x positions [pos0, pos0 + xpitch)
 // of batch b, row c at dst + c * xpitch, zeros outside x; by the copy engine through p.x_map,
@@ -180,13 +193,18 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
   uint64_t* h_full = w_full + kWsWBarriers * S;
   uint64_t* h_empty = h_full + H;
   uint64_t* x_full = h_empty + H;  // [2]: x staging buffer st loaded (kXTma)
+  uint64_t* x_empty = x_full + 2;  // [2]: x staging buffer st released (the x loader)
+  constexpr bool kXLoader = ws_has_x_loader<Tx, BN>(kG, kXTma, kDwMma);
   if (tid == 0) {
     for (int s = 0; s < kWsWBarriers * S; ++s) mbar_init(w_full + s, 1);
     for (int s = 0; s < H; ++s) {
       mbar_init(h_full + s, kWsProducers / 32);   // one arrival per producer warp
       mbar_init(h_empty + s, kWsConsumers / 32);  // one arrival per consumer warp
     }
-    for (int st = 0; st < kWsXBarriers; ++st) mbar_init(x_full + st, 1);
+    for (int st = 0; st < 2; ++st) mbar_init(x_full + st, 1);
+    if constexpr (kXLoader) {
+      for (int st = 0; st < 2; ++st) mbar_init(x_empty + st, kWsProducers);  // every producer thread
+    }
     mbar_init_fence();
   }
   __syncthreads();  // the last block-wide barrier: the roles below never meet again
@@ -209,6 +227,21 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
   auto w_src = [&](int mt, int half, int k) {
     return static_cast<const Tm*>(p.wp) +
            (static_cast<int64_t>(2 * mt + half) * n_chunks + k) * kChunkElems;
+  };
+
+  // The producers' x staging buffers and chunk taps, and each item's geometry (batch, input
+  // position of window element 0), computed once per item rather than twice per chunk (two
+  // divisions by n_lt each time).
+  using Tacc = typename Tile::Tacc;
+  auto xs = [&](int st) { return reinterpret_cast<Tx*>(smem + opaque(p.sm_x[st])); };
+  auto dws = [&](int st) { return reinterpret_cast<Tacc*>(smem + opaque(p.sm_dw[st])); };
+  struct ItemPos {
+    int b;
+    int64_t p0;
+  };
+  auto pos_of = [&](int item) {
+    const int b = item / p.n_lt;
+    return ItemPos{b, static_cast<int64_t>(item - b * p.n_lt) * BN * p.dw.stride - p.dw.pad_left};
   };
 
   // ---- W loader ----------------------------------------------------------------------
@@ -249,6 +282,33 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
             }
           }
         }
+      } else if (kXLoader && lt == 64) {
+        // Lane 0 of warp 18: every chunk's x window and taps, in the producers' order (item,
+        // chunk), into buffer st once the producers have released its previous chunk. Every item
+        // starts at a multiple of 8 positions, so each window is at the offset of the first.
+        // Within 32 registers: 32-bit positions (the tensor map's coordinates are 32-bit anyway),
+        // and the W loop's branch above not on this one's path (after it, `worker` had to live
+        // through the W loop, and ptxas kept every role's item counter in local memory).
+        const int off = Dw::offset(p.dw, 0, 0, pos_of(worker).p0);
+        const int item_step = BN * p.dw.stride;
+        int st = 0;
+        uint32_t uses = 0;  // chunks staged (buffer st = uses % 2, its use uses / 2)
+#pragma unroll 1
+        for (int item = worker; item < p.n_items; item += p.n_workers) {
+          const int b = item / p.n_lt;
+          const int pos0 = (item - b * p.n_lt) * item_step - p.dw.pad_left - off;
+#pragma unroll 1
+          for (int k = 0; k < n_chunks; ++k) {
+            const int c0 = k * BK;
+            if (uses >= 2) mbar_wait(x_empty + st, ((uses >> 1) - 1) & 1);
+            mbar_arrive_expect_tx(x_full + st, static_cast<uint32_t>(BK * p.dw.xpitch * sizeof(Tx)) +
+                                                   Dw::raw_taps_bytes(p.dw, c0));
+            load_x_box<Tx, BK>(p, xs(st), pos0, c0, b, x_full + st);
+            Dw::load_raw_taps(p.dw, c0, dws(st), x_full + st);
+            ++uses;
+            st ^= 1;
+          }
+        }
       }
       return;
     }
@@ -258,19 +318,6 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
   if (tid >= kWsConsumers) {
     set_max_regs<ws_producer_regs(kLoader), false>();
     const int pt = tid - kWsConsumers;
-    using Tacc = typename Tile::Tacc;
-    auto xs = [&](int st) { return reinterpret_cast<Tx*>(smem + opaque(p.sm_x[st])); };
-    auto dws = [&](int st) { return reinterpret_cast<Tacc*>(smem + opaque(p.sm_dw[st])); };
-    // Per-item geometry (batch, input position of window element 0), computed once per item
-    // rather than twice per chunk (two divisions by n_lt each time).
-    struct ItemPos {
-      int b;
-      int64_t p0;
-    };
-    auto pos_of = [&](int item) {
-      const int b = item / p.n_lt;
-      return ItemPos{b, static_cast<int64_t>(item - b * p.n_lt) * BN * p.dw.stride - p.dw.pad_left};
-    };
     // kXTma: the window is one tensor-map copy issued by thread 0 (the per-thread cp.async loop
     // and its address maths took ~20% of these warps' time at the seed); the weights stay
     // cp.async. Same layout either way: row c at xs + c * xpitch from position p0 - off.
@@ -325,13 +372,17 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
       int s = 0;
       uint32_t round = 0;
       uint32_t x_uses = 0;  // kXTma: chunks staged (buffer st = x_uses % 2, its use x_uses / 2)
-      load_x(cur, k, st, off_of(cur, k));
-      cp_async_commit();
+      if constexpr (!kXLoader) {
+        load_x(cur, k, st, off_of(cur, k));
+        cp_async_commit();
+      }
       while (true) {
-        cp_async_wait_all();
-        // Every producer's part of X(item, k) has landed, and all finished the previous chunk (so
-        // the other x buffer is free).
-        named_bar_sync(1, kWsProducers);
+        if constexpr (!kXLoader) {
+          cp_async_wait_all();
+          // Every producer's part of X(item, k) has landed, and all finished the previous chunk
+          // (so the other x buffer is free).
+          named_bar_sync(1, kWsProducers);
+        }
         int item2 = item, k2 = k + 1;
         ItemPos nxt = cur;
         if (k2 == n_chunks) {
@@ -339,8 +390,10 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
           item2 += p.n_workers;
           if (item2 < p.n_items) nxt = pos_of(item2);
         }
-        if (item2 < p.n_items) load_x(nxt, k2, st ^ 1, off_of(nxt, k2));
-        cp_async_commit();
+        if constexpr (!kXLoader) {
+          if (item2 < p.n_items) load_x(nxt, k2, st ^ 1, off_of(nxt, k2));
+          cp_async_commit();
+        }
         if constexpr (kXTma || kDwMma) {
           mbar_wait(x_full + st, (x_uses >> 1) & 1);
           ++x_uses;
@@ -372,6 +425,13 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
         // h stores (generic proxy) before the wgmma reads (async proxy); the warp's stores are
         // ordered before its arrival by the warp barrier.
         fence_proxy_async();
+        // With the x loader, this thread's reads of x buffer st are done: it goes back to the
+        // loader once every producer thread has arrived. One arrival per thread, not per warp:
+        // racecheck orders a later bulk-copy write after the reads only of the threads that
+        // arrived themselves (a warp's arrival after __syncwarp, or one after a named barrier,
+        // is reported as a race: scripts/racecheck_release_probe.cu), and the seed measured the
+        // same either way (harness 84.2 / 84.0 us per warp, 84.4 / 84.2 per thread).
+        if constexpr (kXLoader) mbar_arrive(x_empty + st);
         __syncwarp();
         if ((pt & 31) == 0) mbar_arrive(h_full + s);
         if (++s == H) {
