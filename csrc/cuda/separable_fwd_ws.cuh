@@ -28,9 +28,9 @@
 // setmaxnreg moves registers between the warpgroups through a per-CTA pool that holds only what
 // the CTA got at launch (ws_consumer_regs / ws_producer_regs): without a loader 168 per consumer
 // thread and 88 per producer thread (512 threads x 128 at launch = 128 x (2 x 168 + 2 x 88)), with
-// one 152, 72 and 32 for the loader warpgroup (640 x 96 = 128 x (2 x 152 + 2 x 72 + 32)). Waits
-// sleep on the mbarrier (suspend-time hint) rather than spin, leaving issue slots to the
-// producers.
+// one 152, 72 and 32 for the loader warpgroup (640 x 96 = 128 x (2 x 152 + 2 x 72 + 32); 144 and
+// 80 with the x loader). Waits sleep on the mbarrier (suspend-time hint) rather than spin, leaving
+// issue slots to the producers.
 //
 // Pass-major (kG = 0): h slots form a ring of h_slots >= n_chunks (all chunks of an item stay while
 // its Cout passes read them; the spare slots let the producer run into the next item). Chunk-major
@@ -76,15 +76,20 @@ constexpr int ws_threads(bool loader) { return kWsConsumers + kWsProducers + (lo
 // Registers per thread after the roles split (setmaxnreg). setmaxnreg.inc takes registers from a
 // per-CTA pool filled only by setmaxnreg.dec, so the roles must share what the CTA got at launch:
 // 512 threads x 128 = 128 x (2 x 168 + 2 x 88); with the loader 640 threads x 96 (20 warps: 5 per
-// 16 K sub-partition) = 128 x (2 x 152 + 2 x 72 + 32).
-constexpr int ws_consumer_regs(bool loader) { return loader ? 152 : 168; }
-constexpr int ws_producer_regs(bool loader) { return loader ? 72 : 88; }
+// 16 K sub-partition) = 128 x (2 x 152 + 2 x 72 + 32). With the x loader the consumers use only
+// R0-R111 and the producers lose their staging, so 8 registers move to the producers: 144 / 80
+// (seed bf16 -1%). The word-row loader kernels stay at 152 / 72: at 144 / 80 they took an 8-byte
+// stack frame (Conformer +1.5%, QuartzNet-first fp16 +3.6%; csrc/NOTES.md "Thirty-second session").
+constexpr int ws_consumer_regs(bool loader, bool x_loader) { return x_loader ? 144 : loader ? 152 : 168; }
+constexpr int ws_producer_regs(bool loader, bool x_loader) { return x_loader ? 80 : loader ? 72 : 88; }
 constexpr int kWsLoaderRegs = 32;
-static_assert(ws_threads(true) * 96 ==
-                  128 * (2 * ws_consumer_regs(true) + 2 * ws_producer_regs(true) + kWsLoaderRegs),
-              "register split with the loader");
-static_assert(ws_threads(false) * 128 == 128 * (2 * ws_consumer_regs(false) + 2 * ws_producer_regs(false)),
-              "register split without the loader");
+constexpr bool ws_regs_fit(bool loader, bool x_loader) {
+  return ws_threads(loader) * (loader ? 96 : 128) ==
+         128 * (2 * ws_consumer_regs(loader, x_loader) + 2 * ws_producer_regs(loader, x_loader) +
+                (loader ? kWsLoaderRegs : 0));
+}
+static_assert(ws_regs_fit(true, true) && ws_regs_fit(true, false) && ws_regs_fit(false, false),
+              "the register split must spend exactly what the CTA got at launch");
 
 // x staging barriers: x_full per buffer (the kXTma kernels), then x_empty per buffer (the x
 // loader's kernels, ws_has_x_loader).
@@ -316,7 +321,7 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
 
   // ---- depthwise producer -----------------------------------------------------------------------
   if (tid >= kWsConsumers) {
-    set_max_regs<ws_producer_regs(kLoader), false>();
+    set_max_regs<ws_producer_regs(kLoader, kXLoader), false>();
     const int pt = tid - kWsConsumers;
     // kXTma: the window is one tensor-map copy issued by thread 0 (the per-thread cp.async loop
     // and its address maths took ~20% of these warps' time at the seed); the weights stay
@@ -473,7 +478,7 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
   }
 
   // ---- consumers: wgmma and epilogue ------------------------------------------------------------
-  set_max_regs<ws_consumer_regs(kLoader), true>();
+  set_max_regs<ws_consumer_regs(kLoader, kXLoader), true>();
   constexpr int kAccRegs = Tile::kAccRegs;
   constexpr int kMB = Tile::kWgMB;
   constexpr int kPasses = kG > 0 ? kG : 1;  // Cout passes accumulated side by side
