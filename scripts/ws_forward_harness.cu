@@ -8,6 +8,7 @@
 //
 // bf16 x and weights, 'same' padding, channel-first; the kernel the library picks for that case
 // (x by tensor map; the depthwise on the tensor cores, or with -DHARNESS_FFMA its FFMA form).
+// -DHARNESS_FP16: float16 instead of bf16 (the same kernel; h rounded to float16 in the check).
 // -DHARNESS_TF32: float32 x and weights on TF32 instead (FFMA depthwise, one chunk per step, as
 // the library runs them). -DHARNESS_BN=64 and -DHARNESS_KSC=1|2 pick another tile width and
 // chunks per consumer step (the plan refuses shapes that do not take them); -DHARNESS_CM=4 (with
@@ -53,16 +54,26 @@ __device__ inline T from_f(float v) { return v; }
 // h as the kernel's MMA operand: TF32 (the check's tolerance covers its rounding mode).
 __device__ inline float round_h(float v) { return v; }
 #else
+#ifdef HARNESS_FP16
+using T = __half;
+#else
 using T = __nv_bfloat16;
+#endif
 constexpr bool kTf32 = false;
 #ifdef HARNESS_KSC
 constexpr int kSC = HARNESS_KSC;
 #else
 constexpr int kSC = 2;
 #endif
+#ifdef HARNESS_FP16
+__device__ inline float to_f(T v) { return __half2float(v); }
+__device__ inline T from_f(float v) { return __float2half(v); }
+__device__ inline float round_h(float v) { return __half2float(__float2half(v)); }
+#else
 __device__ inline float to_f(T v) { return __bfloat162float(v); }
 __device__ inline T from_f(float v) { return __float2bfloat16(v); }
 __device__ inline float round_h(float v) { return __bfloat162float(__float2bfloat16(v)); }
+#endif
 #endif
 
 #define CK(x)                                                                                   \
