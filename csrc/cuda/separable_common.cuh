@@ -589,13 +589,13 @@ struct DwStage {
   static constexpr bool kFixedOk = kHT && !kXcl && NT % CH == 0 && TT % 8 == 0 && NPOS % TT == 0;
   template <int KC, int OFF>
   __device__ static void compute_fixed(const DwParams& d, const Tx* xs, const Tacc* dws, Tm* hs,
-                                       int tid) {
+                                       int tid, int tap_pitch) {
     static_assert(kFixedOk, "");
     constexpr int kE = 16 / static_cast<int>(sizeof(Tm));
     tid = opaque(tid);
     const int c = tid % CH;
     const Tx* row = xs + c * d.xpitch;
-    const Tacc* wrow = dws + c * d.dwpitch;
+    const Tacc* wrow = dws + c * tap_pitch;
 #pragma unroll 1
     for (int jb = (tid / CH) * TT; jb < NPOS; jb += (NT / CH) * TT) {
       Tacc acc[TT];

@@ -62,7 +62,13 @@ constexpr int kWsWBarriers = 4;
 // two; Vocos bf16 74.3 -> 68.1); TF32 kernels lost 1.5-6% with it (csrc/NOTES.md "Nineteenth
 // session").
 template <typename Tx, int BN>
-constexpr bool ws_has_loader(int kG) { return sizeof(Tx) == 2 && kG == 0; }
+constexpr bool ws_has_loader(int kG) {
+#ifdef SEP_EXP_TF32_XLOADER
+  return kG == 0;  // experiment: the TF32 kernels with the loader warpgroup too
+#else
+  return sizeof(Tx) == 2 && kG == 0;
+#endif
+}
 // Whether the loader warpgroup also stages the producers' x windows and taps (warp 18, lane 0):
 // the loader kernels with x by tensor map and the tensor-core depthwise, where the producers need
 // nothing else staged. The producers then release a buffer through x_empty (an arrival per
@@ -70,7 +76,11 @@ constexpr bool ws_has_loader(int kG) { return sizeof(Tx) == 2 && kG == 0; }
 // copy (seed bf16 harness 87.7 -> 84.1 us; K 31 120.1 -> 117.4).
 template <typename Tx, int BN>
 constexpr bool ws_has_x_loader(int kG, bool kXTma, bool kDwMma) {
+#ifdef SEP_EXP_TF32_XLOADER
+  return ws_has_loader<Tx, BN>(kG) && kXTma && (kDwMma || sizeof(Tx) == 4);
+#else
   return ws_has_loader<Tx, BN>(kG) && kXTma && kDwMma;
+#endif
 }
 constexpr int ws_threads(bool loader) { return kWsConsumers + kWsProducers + (loader ? kWsLoader : 0); }
 // Registers per thread after the roles split (setmaxnreg). setmaxnreg.inc takes registers from a
@@ -306,10 +316,21 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
           for (int k = 0; k < n_chunks; ++k) {
             const int c0 = k * BK;
             if (uses >= 2) mbar_wait(x_empty + st, ((uses >> 1) - 1) & 1);
-            mbar_arrive_expect_tx(x_full + st, static_cast<uint32_t>(BK * p.dw.xpitch * sizeof(Tx)) +
-                                                   Dw::raw_taps_bytes(p.dw, c0));
-            load_x_box<Tx, BK>(p, xs(st), pos0, c0, b, x_full + st);
-            Dw::load_raw_taps(p.dw, c0, dws(st), x_full + st);
+            if constexpr (kDwMma) {
+              mbar_arrive_expect_tx(x_full + st, static_cast<uint32_t>(BK * p.dw.xpitch * sizeof(Tx)) +
+                                                     Dw::raw_taps_bytes(p.dw, c0));
+              load_x_box<Tx, BK>(p, xs(st), pos0, c0, b, x_full + st);
+              Dw::load_raw_taps(p.dw, c0, dws(st), x_full + st);
+            } else {
+              // The prepared taps of the chunk's BK channels (rows of kp, padded channels zero):
+              // one span, staged at pitch kp (compute_fixed is told so).
+              const uint32_t tap_bytes = static_cast<uint32_t>(BK * p.dw.kp * sizeof(Tacc));
+              mbar_arrive_expect_tx(x_full + st, static_cast<uint32_t>(BK * p.dw.xpitch * sizeof(Tx)) +
+                                                     tap_bytes);
+              load_x_box<Tx, BK>(p, xs(st), pos0, c0, b, x_full + st);
+              bulk_copy_to_shared(dws(st), static_cast<const Tacc*>(p.dw.dwp) + static_cast<int64_t>(c0) * p.dw.kp,
+                                  tap_bytes, x_full + st);
+            }
             ++uses;
             st ^= 1;
           }
@@ -405,14 +426,17 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
         }
         if (round > 0) mbar_wait(h_empty + s, (round - 1) & 1);
         if constexpr (KC > 0) {
-          Dw::template compute_fixed<KC, OFF>(p.dw, xs(st), dws(st), h_slot_ptr(s), pt);
+          Dw::template compute_fixed<KC, OFF>(p.dw, xs(st), dws(st), h_slot_ptr(s), pt,
+                                              kXLoader ? p.dw.kp : p.dw.dwpitch);
         } else if constexpr (KC < 0) {
           Dw::template compute_mma<!kXTma, kPermRows>(p.dw, xs(st), dws(st), h_slot_ptr(s),
                                                       off_of(cur, k), k * BK, pt);
         } else {
           const int off = off_of(cur, k);
           auto depthwise = [&](auto kc2) {
-            Dw::template compute<decltype(kc2)::value, false>(p.dw, xs(st), dws(st), h_slot_ptr(s),
+            DwParams dl = p.dw;
+            if constexpr (kXLoader) dl.dwpitch = dl.kp;  // the loader's taps: rows of kp
+            Dw::template compute<decltype(kc2)::value, false>(dl, xs(st), dws(st), h_slot_ptr(s),
                                                               off, k * BK, BN, pt);
           };
           // The common kernel sizes with the taps unrolled at compile time (the depthwise bounds
