@@ -587,15 +587,20 @@ struct DwStage {
   // swizzle repeats every 8 rows): 8 column addresses per item, the rows as immediate offsets
   // (put_run worked out all 16 stores' addresses: ~37 of the item's 243 instructions).
   static constexpr bool kFixedOk = kHT && !kXcl && NT % CH == 0 && TT % 8 == 0 && NPOS % TT == 0;
-  template <int KC, int OFF>
+  // The row pitch of the taps in a dws buffer: kp where the x loader brings them as one span
+  // (kTapsKp), else d.dwpitch (load_weights' padded rows).
+  template <bool kTapsKp>
+  __device__ static int taps_pitch(const DwParams& d) { return kTapsKp ? d.kp : d.dwpitch; }
+  // kTapsKp: see taps_pitch.
+  template <int KC, int OFF, bool kTapsKp = false>
   __device__ static void compute_fixed(const DwParams& d, const Tx* xs, const Tacc* dws, Tm* hs,
-                                       int tid, int tap_pitch) {
+                                       int tid) {
     static_assert(kFixedOk, "");
     constexpr int kE = 16 / static_cast<int>(sizeof(Tm));
     tid = opaque(tid);
     const int c = tid % CH;
     const Tx* row = xs + c * d.xpitch;
-    const Tacc* wrow = dws + c * tap_pitch;
+    const Tacc* wrow = dws + c * taps_pitch<kTapsKp>(d);
 #pragma unroll 1
     for (int jb = (tid / CH) * TT; jb < NPOS; jb += (NT / CH) * TT) {
       Tacc acc[TT];
@@ -754,7 +759,8 @@ struct DwStage {
   // kBiasClip false: the forward's h, which feeds only the product (its bias is folded into the
   // pointwise bias, d.dwb == nullptr, and columns past the output end reach no stored output), so
   // neither the bias nor the clip: 16 selects and a bias load per 16-output item less.
-  template <int KC = 0, bool kBiasClip = true>
+  // kTapsKp: see taps_pitch.
+  template <int KC = 0, bool kBiasClip = true, bool kTapsKp = false>
   __device__ static void compute(const DwParams& d, const Tx* xs, const Tacc* dws, Tm* hs, int off,
                                  int c0, int nvalid, int tid) {
     tid = opaque(tid);
@@ -772,9 +778,11 @@ struct DwStage {
 #pragma unroll
             for (int t = 0; t < TT; ++t) acc[t] = init;
             if constexpr (KC > 0) {
-              dw_item_vec_k<OFF, KC, Tx, Tacc>(xs + c * d.xpitch, dws + c * d.dwpitch, jb, acc);
+              dw_item_vec_k<OFF, KC, Tx, Tacc>(xs + c * d.xpitch, dws + c * taps_pitch<kTapsKp>(d),
+                                               jb, acc);
             } else {
-              dw_item_vec<OFF, Tx, Tacc>(xs + c * d.xpitch, dws + c * d.dwpitch, jb, d.K, acc);
+              dw_item_vec<OFF, Tx, Tacc>(xs + c * d.xpitch, dws + c * taps_pitch<kTapsKp>(d), jb,
+                                         d.K, acc);
             }
             if constexpr (kBiasClip) clip(acc, jb, 1, nvalid);
             put_run(hs, c, jb, acc);
@@ -791,7 +799,7 @@ struct DwStage {
       const int c = idx % CH;
       const int g = idx / CH;
       const Tx* row = kXcl ? xs + c : xs + c * d.xpitch + row_off(d, off, c);
-      const Tacc* wrow = dws + c * d.dwpitch;
+      const Tacc* wrow = dws + c * taps_pitch<kTapsKp>(d);
       Tacc acc[TT];
       const Tacc init = dwb != nullptr ? dwb[c0 + c] : Tacc(0);
 #pragma unroll
