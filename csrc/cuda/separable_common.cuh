@@ -351,7 +351,7 @@ __device__ __forceinline__ void store_h(Tm* dst, const Tacc (&acc)[TT]) {
 // Geometry of the depthwise part, shared by the forward and the weight-gradient kernels.
 struct DwParams {
   const void* x;
-  const void* dwp;  // acc type [cin_pad][kp], zero padded (tap k >= K, channel >= cin); the
+  const void* dwp;  // acc type [cin_pad][dwpitch], zero padded (tap k >= K, channel >= cin); the
                     // forward's tensor-core depthwise: the weight as given, x's type [cin][K]
   const void* dwb;  // acc type [cin_pad] added to h, or nullptr (forward folds it into the bias;
                     // the tensor-core depthwise: the bias as given, x's type [cin], or nullptr)
@@ -409,7 +409,7 @@ struct DwStage {
     const int vpr = d.kp * static_cast<int>(sizeof(Tacc)) / 16;
     constexpr int kElPerVec = 16 / static_cast<int>(sizeof(Tacc));
     for (int r = r0; r < CH; r += kRowStep) {
-      const Tacc* src = static_cast<const Tacc*>(d.dwp) + static_cast<int64_t>(c0 + r) * d.kp;
+      const Tacc* src = static_cast<const Tacc*>(d.dwp) + static_cast<int64_t>(c0 + r) * d.dwpitch;
       Tacc* dst = dws + r * d.dwpitch;
       for (int v = v0; v < vpr; v += kTpr) {
         cp_async16(dst + v * kElPerVec, src + v * kElPerVec, 16);
@@ -587,12 +587,7 @@ struct DwStage {
   // swizzle repeats every 8 rows): 8 column addresses per item, the rows as immediate offsets
   // (put_run worked out all 16 stores' addresses: ~37 of the item's 243 instructions).
   static constexpr bool kFixedOk = kHT && !kXcl && NT % CH == 0 && TT % 8 == 0 && NPOS % TT == 0;
-  // The row pitch of the taps in a dws buffer: kp where the x loader brings them as one span
-  // (kTapsKp), else d.dwpitch (load_weights' padded rows).
-  template <bool kTapsKp>
-  __device__ static int taps_pitch(const DwParams& d) { return kTapsKp ? d.kp : d.dwpitch; }
-  // kTapsKp: see taps_pitch.
-  template <int KC, int OFF, bool kTapsKp = false>
+  template <int KC, int OFF>
   __device__ static void compute_fixed(const DwParams& d, const Tx* xs, const Tacc* dws, Tm* hs,
                                        int tid) {
     static_assert(kFixedOk, "");
@@ -600,7 +595,7 @@ struct DwStage {
     tid = opaque(tid);
     const int c = tid % CH;
     const Tx* row = xs + c * d.xpitch;
-    const Tacc* wrow = dws + c * taps_pitch<kTapsKp>(d);
+    const Tacc* wrow = dws + c * d.dwpitch;
 #pragma unroll 1
     for (int jb = (tid / CH) * TT; jb < NPOS; jb += (NT / CH) * TT) {
       Tacc acc[TT];
@@ -759,8 +754,7 @@ struct DwStage {
   // kBiasClip false: the forward's h, which feeds only the product (its bias is folded into the
   // pointwise bias, d.dwb == nullptr, and columns past the output end reach no stored output), so
   // neither the bias nor the clip: 16 selects and a bias load per 16-output item less.
-  // kTapsKp: see taps_pitch.
-  template <int KC = 0, bool kBiasClip = true, bool kTapsKp = false>
+  template <int KC = 0, bool kBiasClip = true>
   __device__ static void compute(const DwParams& d, const Tx* xs, const Tacc* dws, Tm* hs, int off,
                                  int c0, int nvalid, int tid) {
     tid = opaque(tid);
@@ -778,11 +772,9 @@ struct DwStage {
 #pragma unroll
             for (int t = 0; t < TT; ++t) acc[t] = init;
             if constexpr (KC > 0) {
-              dw_item_vec_k<OFF, KC, Tx, Tacc>(xs + c * d.xpitch, dws + c * taps_pitch<kTapsKp>(d),
-                                               jb, acc);
+              dw_item_vec_k<OFF, KC, Tx, Tacc>(xs + c * d.xpitch, dws + c * d.dwpitch, jb, acc);
             } else {
-              dw_item_vec<OFF, Tx, Tacc>(xs + c * d.xpitch, dws + c * taps_pitch<kTapsKp>(d), jb,
-                                         d.K, acc);
+              dw_item_vec<OFF, Tx, Tacc>(xs + c * d.xpitch, dws + c * d.dwpitch, jb, d.K, acc);
             }
             if constexpr (kBiasClip) clip(acc, jb, 1, nvalid);
             put_run(hs, c, jb, acc);
@@ -799,7 +791,7 @@ struct DwStage {
       const int c = idx % CH;
       const int g = idx / CH;
       const Tx* row = kXcl ? xs + c : xs + c * d.xpitch + row_off(d, off, c);
-      const Tacc* wrow = dws + c * taps_pitch<kTapsKp>(d);
+      const Tacc* wrow = dws + c * d.dwpitch;
       Tacc acc[TT];
       const Tacc init = dwb != nullptr ? dwb[c0 + c] : Tacc(0);
 #pragma unroll

@@ -1135,7 +1135,7 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
 
 // ---- weight preparation ---------------------------------------------------------------------------
 // wp:   MMA paths [cout_pad][cin_pad] (Tm, tf32-rounded when kTf32), SIMT [cin_pad][cout_pad];
-// dwp:  [cin_pad][kp] acc type (identity: weight 1 at tap 0);
+// dwp:  [cin_pad][dwpitch] acc type (identity: weight 1 at tap 0); PrepParams::kp is that pitch;
 // bias: [cout_pad] acc type, pw_bias[o] + sum_c pw[o, c] * dw_bias[c] (fixed order: per-lane
 //       partial sums over c = lane mod 32, then a fixed butterfly).
 // pw element (o, c) is pw[o * pw_so + c * pw_sc].

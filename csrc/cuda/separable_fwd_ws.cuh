@@ -318,13 +318,15 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG, kXTma)), 
               load_x_box<Tx, BK>(p, xs(st), pos0, c0, b, x_full + st);
               Dw::load_raw_taps(p.dw, c0, dws(st), x_full + st);
             } else {
-              // The prepared taps of the chunk's BK channels (rows of kp, padded channels zero):
-              // one span, staged at pitch kp (compute_fixed is told so).
-              const uint32_t tap_bytes = static_cast<uint32_t>(BK * p.dw.kp * sizeof(Tacc));
+              // The prepared taps of the chunk's BK channels (rows of dwpitch, zero padded): one
+              // span, at the pitch the producers read (an odd number of 16-byte units per row:
+              // their 16-byte tap loads are conflict-free).
+              const uint32_t tap_bytes = static_cast<uint32_t>(BK * p.dw.dwpitch * sizeof(Tacc));
               mbar_arrive_expect_tx(x_full + st, static_cast<uint32_t>(BK * p.dw.xpitch * sizeof(Tx)) +
                                                      tap_bytes);
               load_x_box<Tx, BK>(p, xs(st), pos0, c0, b, x_full + st);
-              bulk_copy_to_shared(dws(st), static_cast<const Tacc*>(p.dw.dwp) + static_cast<int64_t>(c0) * p.dw.kp,
+              bulk_copy_to_shared(dws(st),
+                                  static_cast<const Tacc*>(p.dw.dwp) + static_cast<int64_t>(c0) * p.dw.dwpitch,
                                   tap_bytes, x_full + st);
             }
             ++uses;
@@ -422,16 +424,15 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG, kXTma)), 
         }
         if (round > 0) mbar_wait(h_empty + s, (round - 1) & 1);
         if constexpr (KC > 0) {
-          // With the x loader the taps' rows are kp apart (its one-span copy).
-          Dw::template compute_fixed<KC, OFF, kXLoader>(p.dw, xs(st), dws(st), h_slot_ptr(s), pt);
+          Dw::template compute_fixed<KC, OFF>(p.dw, xs(st), dws(st), h_slot_ptr(s), pt);
         } else if constexpr (KC < 0) {
           Dw::template compute_mma<!kXTma, kPermRows>(p.dw, xs(st), dws(st), h_slot_ptr(s),
                                                       off_of(cur, k), k * BK, pt);
         } else {
           const int off = off_of(cur, k);
           auto depthwise = [&](auto kc2) {
-            Dw::template compute<decltype(kc2)::value, false, kXLoader>(
-                p.dw, xs(st), dws(st), h_slot_ptr(s), off, k * BK, BN, pt);
+            Dw::template compute<decltype(kc2)::value, false>(p.dw, xs(st), dws(st), h_slot_ptr(s),
+                                                              off, k * BK, BN, pt);
           };
           // The common kernel sizes with the taps unrolled at compile time (the depthwise bounds
           // this kernel: these warps must keep up with the tensor cores).

@@ -185,7 +185,9 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   out.dws_bytes = dws_bytes;
   const int64_t cin = g.channels, cout = g.out_channels;
   const int64_t cin_pad = round_up(cin, BK), cout_pad = round_up(cout, BM);
-  const int64_t kp = p.dw.kp;
+  // The prepared taps' rows are dwpitch apart, the pitch the producers read them at in shared
+  // memory, so that a chunk's taps are one span (the x loader's single copy).
+  const int64_t kp = p.dw.dwpitch;
   const int64_t n_mt = cout_pad / BM;
   const int64_t n_lt = ceil_div(g.out_length, BN);
   const int64_t n_items = g.batch * n_lt;
@@ -560,7 +562,7 @@ bool plan_dpw(const ConvGeometry& g, const View3& dy, const View3& x, const DevC
 
   const int64_t cin = g.channels, cout = g.out_channels;
   const int64_t cin_pad = round_up(cin, BN);
-  const int64_t kp = p.dw.kp;
+  const int64_t kp = p.dw.dwpitch;  // the prepared taps' row pitch, as in plan_fwd
   const int64_t n_mt = ceil_div(cout, BM), n_nt = cin_pad / BN;
   const int64_t n_jt = ceil_div(g.out_length, BJ);
   const int64_t n_chunks = g.batch * n_jt;
