@@ -362,7 +362,7 @@ struct DwParams {
   int ng;        // item groups per channel (items = CH * ng)
   int npos;      // channel-last: positions staged per chunk
   int xpitch;    // channel-first: elements per channel row; channel-last: per position row
-  int dwpitch;   // elements per channel row of the staged depthwise weights
+  int dwpitch;   // elements per channel row of the staged depthwise weights (and of dwp)
 };
 
 // One chunk: CH channels [c0, c0 + CH) x NPOS outputs [j0, j0 + NPOS) of batch b. h lands in hs as

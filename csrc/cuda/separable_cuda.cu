@@ -525,7 +525,7 @@ bool launch_dpw(const Tensor& dy, const Tensor& xk, const Tensor& dw,
       dwb.has_value() ? static_cast<const Tw*>(dwb->const_data_ptr()) : nullptr,
       reinterpret_cast<float*>(wsp + plan.at_dwp), reinterpret_cast<float*>(wsp + plan.at_dwb),
       static_cast<int>(g.channels), static_cast<int>(plan.cin_pad),
-      static_cast<int>(g.kernel_size), static_cast<int>(plan.kp));
+      static_cast<int>(g.kernel_size), static_cast<int>(plan.tap_pitch));
   check_launch("sep_dw_prep_kernel");
   auto kernel = sep_dpw_kernel<Tx, Tm, kGemm, BM, BN, BJ, kXcl>;
   ensure_smem(kernel, static_cast<size_t>(plan.smem));

@@ -447,7 +447,7 @@ void run_dpw(Problem<Tx, Tw>& P, const DevCaps& caps, const char* cfg) {
                    (const Tw*)(c.dwb ? P.dwb.data() : nullptr),
                    reinterpret_cast<float*>(ws.p + plan.at_dwp),
                    reinterpret_cast<float*>(ws.p + plan.at_dwb), int(c.Cin), int(plan.cin_pad),
-                   int(c.K), int(plan.kp));
+                   int(c.K), int(plan.tap_pitch));
     sepemu::launch(sep_dpw_kernel<Tx, Tm, kGemm, BM, BN, 32, kXcl>, plan.blocks, kThreads,
                    size_t(plan.smem), plan.p);
     out[rep].assign(size_t(c.Cout * c.Cin), poison<Tw>());
