@@ -195,7 +195,8 @@ int main(int argc, char** argv) {
   // The run epilogue's kernel, where the library takes it (ws_perm_rows_fit).
   const auto kernel_runs = sep_fwd_ws_kernel<T, BN, false, kG, kSC, true, true, kG == 0>;
 #endif
-  const int threads = ws_threads(ws_has_loader<T, BN>(kG));
+  // x by tensor map wherever pass-major (the loader warpgroup depends on it for TF32)
+  const int threads = ws_threads(ws_has_loader<T, BN>(kG, kG == 0));
   std::vector<FwdPlan> plans(NS);
   for (int s = 0; s < NS; ++s) {
     FwdPlan& plan = plans[s];

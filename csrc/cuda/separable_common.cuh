@@ -351,7 +351,7 @@ __device__ __forceinline__ void store_h(Tm* dst, const Tacc (&acc)[TT]) {
 // Geometry of the depthwise part, shared by the forward and the weight-gradient kernels.
 struct DwParams {
   const void* x;
-  const void* dwp;  // acc type [cin_pad][kp], zero padded (tap k >= K, channel >= cin); the
+  const void* dwp;  // acc type [cin_pad][dwpitch], zero padded (tap k >= K, channel >= cin); the
                     // forward's tensor-core depthwise: the weight as given, x's type [cin][K]
   const void* dwb;  // acc type [cin_pad] added to h, or nullptr (forward folds it into the bias;
                     // the tensor-core depthwise: the bias as given, x's type [cin], or nullptr)
@@ -362,7 +362,7 @@ struct DwParams {
   int ng;        // item groups per channel (items = CH * ng)
   int npos;      // channel-last: positions staged per chunk
   int xpitch;    // channel-first: elements per channel row; channel-last: per position row
-  int dwpitch;   // elements per channel row of the staged depthwise weights
+  int dwpitch;   // elements per channel row of the staged depthwise weights (and of dwp)
 };
 
 // One chunk: CH channels [c0, c0 + CH) x NPOS outputs [j0, j0 + NPOS) of batch b. h lands in hs as
@@ -409,7 +409,7 @@ struct DwStage {
     const int vpr = d.kp * static_cast<int>(sizeof(Tacc)) / 16;
     constexpr int kElPerVec = 16 / static_cast<int>(sizeof(Tacc));
     for (int r = r0; r < CH; r += kRowStep) {
-      const Tacc* src = static_cast<const Tacc*>(d.dwp) + static_cast<int64_t>(c0 + r) * d.kp;
+      const Tacc* src = static_cast<const Tacc*>(d.dwp) + static_cast<int64_t>(c0 + r) * d.dwpitch;
       Tacc* dst = dws + r * d.dwpitch;
       for (int v = v0; v < vpr; v += kTpr) {
         cp_async16(dst + v * kElPerVec, src + v * kElPerVec, 16);

@@ -206,7 +206,10 @@ bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
   }
   if (!ok) return false;
   using Tm = WsOperand<Tx>;
-  const int threads = ws_threads(ws_has_loader<Tx, BN>(kG));
+  // Threads of the kernels with x by tensor map (xtma) and of those without: the loader warpgroup
+  // depends on it for TF32 (ws_has_loader).
+  const int threads_xtma = ws_threads(ws_has_loader<Tx, BN>(kG, true));
+  const int threads = ws_threads(ws_has_loader<Tx, BN>(kG, false));
   // Channel-first x by tensor map where it fits; then the tensor-core depthwise where it fits and
   // is chosen. Chunk-major kernels take the map only with that depthwise (their FFMA producers keep
   // cp.async staging: x is not what bounds them).
@@ -219,21 +222,21 @@ bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
           if (dw_mma && ws_perm_rows_fit(plan.p) &&
               run_fwd_unprepared<Tx>(plan, src, g, current_stream(x),
                                      sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true, true>,
-                                     threads, "sep_fwd_ws_kernel")) {
+                                     threads_xtma, "sep_fwd_ws_kernel")) {
             return true;
           }
         }
         if (dw_mma &&
             run_fwd_unprepared<Tx>(plan, src, g, current_stream(x),
-                                   sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true>, threads,
-                                   "sep_fwd_ws_kernel")) {
+                                   sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true>,
+                                   threads_xtma, "sep_fwd_ws_kernel")) {
           return true;
         }
       }
       if constexpr (kG == 0) {
         run_fwd_plan<Tw, Tm, float, sizeof(Tm) == 4>(plan, x, src,
                                                      sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true>,
-                                                     threads, "sep_fwd_ws_kernel");
+                                                     threads_xtma, "sep_fwd_ws_kernel");
         return true;
       }
     }
@@ -522,7 +525,7 @@ bool launch_dpw(const Tensor& dy, const Tensor& xk, const Tensor& dw,
       dwb.has_value() ? static_cast<const Tw*>(dwb->const_data_ptr()) : nullptr,
       reinterpret_cast<float*>(wsp + plan.at_dwp), reinterpret_cast<float*>(wsp + plan.at_dwb),
       static_cast<int>(g.channels), static_cast<int>(plan.cin_pad),
-      static_cast<int>(g.kernel_size), static_cast<int>(plan.kp));
+      static_cast<int>(g.kernel_size), static_cast<int>(plan.tap_pitch));
   check_launch("sep_dw_prep_kernel");
   auto kernel = sep_dpw_kernel<Tx, Tm, kGemm, BM, BN, BJ, kXcl>;
   ensure_smem(kernel, static_cast<size_t>(plan.smem));

@@ -335,17 +335,17 @@ __global__ void sep_dpw_reduce_kernel(const float* __restrict__ part, Tw* __rest
   }
 }
 
-// Depthwise weights [cin_pad][kp] and bias [cin_pad] in float, zero padded.
+// Depthwise weights [cin_pad][tap_pitch] (DwParams::dwpitch) and bias [cin_pad] in float, zero padded.
 template <typename Tw>
 __global__ void sep_dw_prep_kernel(const Tw* __restrict__ dw, const Tw* __restrict__ dwb,
                                    float* __restrict__ dwp, float* __restrict__ dwbp, int cin,
-                                   int cin_pad, int K, int kp) {
-  const int64_t n_w = static_cast<int64_t>(cin_pad) * kp;
+                                   int cin_pad, int K, int tap_pitch) {
+  const int64_t n_w = static_cast<int64_t>(cin_pad) * tap_pitch;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n_w + cin_pad;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     if (i < n_w) {
-      const int c = static_cast<int>(i / kp);
-      const int k = static_cast<int>(i - static_cast<int64_t>(c) * kp);
+      const int c = static_cast<int>(i / tap_pitch);
+      const int k = static_cast<int>(i - static_cast<int64_t>(c) * tap_pitch);
       dwp[i] = (c < cin && k < K) ? widen<float>(dw[static_cast<int64_t>(c) * K + k]) : 0.0f;
     } else {
       const int c = static_cast<int>(i - n_w);

@@ -1135,7 +1135,7 @@ __global__ void __launch_bounds__(kThreads, (sizeof(Tx) == 8 || WN == 64) ? 1 : 
 
 // ---- weight preparation ---------------------------------------------------------------------------
 // wp:   MMA paths [cout_pad][cin_pad] (Tm, tf32-rounded when kTf32), SIMT [cin_pad][cout_pad];
-// dwp:  [cin_pad][kp] acc type (identity: weight 1 at tap 0);
+// dwp:  [cin_pad][tap_pitch] acc type (identity: weight 1 at tap 0); tap_pitch = DwParams::dwpitch;
 // bias: [cout_pad] acc type, pw_bias[o] + sum_c pw[o, c] * dw_bias[c] (fixed order: per-lane
 //       partial sums over c = lane mod 32, then a fixed butterfly).
 // pw element (o, c) is pw[o * pw_so + c * pw_sc].
@@ -1148,7 +1148,7 @@ struct PrepParams {
   void* wp;
   void* dwp;
   void* bias;
-  int cout, cin, cout_pad, cin_pad, K, kp;
+  int cout, cin, cout_pad, cin_pad, K, tap_pitch;
   int transpose_w;
   int identity_dw;
   int ws_tiles;  // warp-specialised kernel: W as pre-swizzled tiles of this many columns (ws_w_index)
@@ -1170,7 +1170,7 @@ __device__ __forceinline__ int64_t ws_w_index(int o, int c, int cin_pad, int col
 template <typename Tw, typename Tm, typename Tacc, bool kTf32>
 __global__ void sep_prep_kernel(const PrepParams p) {
   const int64_t n_w = static_cast<int64_t>(p.cout_pad) * p.cin_pad;
-  const int64_t n_dw = static_cast<int64_t>(p.cin_pad) * p.kp;
+  const int64_t n_dw = static_cast<int64_t>(p.cin_pad) * p.tap_pitch;
   const Tw* pw = static_cast<const Tw*>(p.pw);
   const int64_t gstride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < n_w + n_dw;
@@ -1190,8 +1190,8 @@ __global__ void sep_prep_kernel(const PrepParams p) {
           narrow_to<Tm, kTf32>(v);
     } else {
       const int64_t i = idx - n_w;
-      const int c = static_cast<int>(i / p.kp);
-      const int k = static_cast<int>(i - static_cast<int64_t>(c) * p.kp);
+      const int c = static_cast<int>(i / p.tap_pitch);
+      const int k = static_cast<int>(i - static_cast<int64_t>(c) * p.tap_pitch);
       Tacc v = Tacc(0);
       if (c < p.cin && k < p.K) {
         v = p.identity_dw ? Tacc(k == 0 ? 1 : 0)

@@ -10,10 +10,11 @@
 //    done release its h slot (after the last Cout pass over it) and its W stage. W is the
 //    pre-swizzled weight (ws_w_index; 8 KB per warpgroup and chunk, kSC chunks per step), one bulk
 //    copy per warpgroup part of a stage, w_stages steps ahead. With a loader (ws_has_loader:
-//    16-bit, pass-major), one thread per consumer warpgroup in the W loader warpgroup (warps
-//    16-19; the rest of it exits) issues them: it waits for its warpgroup's release of a stage
-//    part (w_empty) and refills it (w_full), so the consumers only arrive (a copy's issue cost
-//    ~150-220 cycles, which the warpgroup's next products used to wait for). Without, thread 0 of
+//    16-bit, or TF32 with x by tensor map; pass-major), one thread per consumer warpgroup in the
+//    W loader warpgroup (warps 16-19; the rest of it exits) issues them: it waits for its
+//    warpgroup's release of a stage part (w_empty) and refills it (w_full), so the consumers only
+//    arrive (a copy's issue cost ~150-220 cycles, which the warpgroup's next products used to
+//    wait for). Without, thread 0 of
 //    each warpgroup refills its own part of the stage it releases (its own w_full barrier).
 //    The tile (+ folded bias) is stored from the accumulators at the end of a pass;
 //  - warps 8-15, two depthwise producer warpgroups: per (item, chunk), stage x and the depthwise
@@ -57,20 +58,24 @@ constexpr int kWsProducers = 256;  // two depthwise warpgroups (warps 8-15)
 constexpr int kWsLoader = 128;     // the W loader warpgroup (warps 16-19, two threads), if any
 // W barriers per stage: full and empty, per consumer warpgroup (empty used with the loader).
 constexpr int kWsWBarriers = 4;
-// Whether sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC> has the W loader warpgroup: 16-bit pass-major
-// kernels, where it measured faster (seed bf16 123.8 -> 113.4 us with one-chunk steps, 109.0 with
-// two; Vocos bf16 74.3 -> 68.1); TF32 kernels lost 1.5-6% with it (csrc/NOTES.md "Nineteenth
-// session").
+// Whether sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, kXTma> has the loader warpgroup: 16-bit
+// pass-major kernels, where the W loader measured faster (seed bf16 123.8 -> 113.4 us with
+// one-chunk steps, 109.0 with two; Vocos bf16 74.3 -> 68.1), and float32 (TF32) pass-major kernels
+// with x by tensor map, where it also stages x and the taps (ws_has_x_loader). The other TF32
+// kernels lost 1.5-6% with the W loader alone (csrc/NOTES.md "Nineteenth session").
 template <typename Tx, int BN>
-constexpr bool ws_has_loader(int kG) { return sizeof(Tx) == 2 && kG == 0; }
+constexpr bool ws_has_loader(int kG, bool kXTma) {
+  return kG == 0 && (sizeof(Tx) == 2 || kXTma);
+}
 // Whether the loader warpgroup also stages the producers' x windows and taps (warp 18, lane 0):
-// the loader kernels with x by tensor map and the tensor-core depthwise, where the producers need
-// nothing else staged. The producers then release a buffer through x_empty (an arrival per
-// thread) instead of meeting at a named barrier every chunk and having thread 0 issue the next
-// copy (seed bf16 harness 87.7 -> 84.1 us; K 31 120.1 -> 117.4).
+// the loader kernels with x by tensor map and either the tensor-core depthwise (16-bit: the raw
+// taps) or TF32 (the prepared taps, one span whose rows are at the staged pitch dwpitch), where
+// the producers need nothing else staged. The producers then release a buffer through x_empty (an
+// arrival per thread) instead of meeting at a named barrier every chunk and having thread 0 issue
+// the next copy (seed bf16 harness 87.7 -> 84.1 us; K 31 120.1 -> 117.4; seed TF32 193 -> 182).
 template <typename Tx, int BN>
 constexpr bool ws_has_x_loader(int kG, bool kXTma, bool kDwMma) {
-  return ws_has_loader<Tx, BN>(kG) && kXTma && kDwMma;
+  return ws_has_loader<Tx, BN>(kG, kXTma) && kXTma && (kDwMma || sizeof(Tx) == 4);
 }
 constexpr int ws_threads(bool loader) { return kWsConsumers + kWsProducers + (loader ? kWsLoader : 0); }
 // Registers per thread after the roles split (setmaxnreg). setmaxnreg.inc takes registers from a
@@ -170,7 +175,7 @@ using WsTile =
 // quad transposes.
 template <typename Tx, int BN, bool kXcl, int kG = 0, int kSC = 1, bool kXTma = false,
           bool kDwMma = false, bool kPermRows = false>
-__global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
+__global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG, kXTma)), 1)
     sep_fwd_ws_kernel(const __grid_constant__ FwdParams p) {
   static_assert(kSC == 1 || (kSC == 2 && kG == 0), "multi-chunk steps are pass-major only");
   static_assert(!kXTma || (!kXcl && (kG == 0 || kDwMma)),
@@ -180,7 +185,7 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
   constexpr int BM = Tile::BM, BK = Tile::BK;
   using Dw = DwStage<Tx, Tm, Tile::kTf32, BK, BN, Tile::HP, kXcl, Tile::kItemT, true, kWsProducers>;
   static_assert(!kDwMma || Dw::kMmaOk, "tensor-core depthwise: 16-bit channel-first kernels");
-  static_assert(!kDwMma || kSC == 1 || ws_has_loader<Tx, BN>(kG),
+  static_assert(!kDwMma || kSC == 1 || ws_has_loader<Tx, BN>(kG, kXTma),
                 "kDwMma: W through w_map, one chunk per box");
   static_assert(!kPermRows || (kDwMma && kXTma && kG == 0), "runs: pass-major kXTma kDwMma");
 
@@ -189,7 +194,8 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
   unsigned char* smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
   const int tid = threadIdx.x;
   const int S = p.w_stages, H = p.h_slots;
-  constexpr bool kLoader = ws_has_loader<Tx, BN>(kG);  // W refilled by the loader (else by the consumers)
+  // W refilled by the loader (else by the consumers)
+  constexpr bool kLoader = ws_has_loader<Tx, BN>(kG, kXTma);
   // W barriers per consumer warpgroup and stage (kWsWBarriers x S): w_full[wn][stage] (the
   // expect_tx arrival + bytes), then, used with the loader, w_empty[wn][stage] (the warpgroup's
   // release).
@@ -306,10 +312,23 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG)), 1)
           for (int k = 0; k < n_chunks; ++k) {
             const int c0 = k * BK;
             if (uses >= 2) mbar_wait(x_empty + st, ((uses >> 1) - 1) & 1);
-            mbar_arrive_expect_tx(x_full + st, static_cast<uint32_t>(BK * p.dw.xpitch * sizeof(Tx)) +
-                                                   Dw::raw_taps_bytes(p.dw, c0));
-            load_x_box<Tx, BK>(p, xs(st), pos0, c0, b, x_full + st);
-            Dw::load_raw_taps(p.dw, c0, dws(st), x_full + st);
+            if constexpr (kDwMma) {
+              mbar_arrive_expect_tx(x_full + st, static_cast<uint32_t>(BK * p.dw.xpitch * sizeof(Tx)) +
+                                                     Dw::raw_taps_bytes(p.dw, c0));
+              load_x_box<Tx, BK>(p, xs(st), pos0, c0, b, x_full + st);
+              Dw::load_raw_taps(p.dw, c0, dws(st), x_full + st);
+            } else {
+              // The prepared taps of the chunk's BK channels (rows of dwpitch, zero padded): one
+              // span, at the pitch the producers read (an odd number of 16-byte units per row:
+              // their 16-byte tap loads are conflict-free).
+              const uint32_t tap_bytes = static_cast<uint32_t>(BK * p.dw.dwpitch * sizeof(Tacc));
+              mbar_arrive_expect_tx(x_full + st, static_cast<uint32_t>(BK * p.dw.xpitch * sizeof(Tx)) +
+                                                     tap_bytes);
+              load_x_box<Tx, BK>(p, xs(st), pos0, c0, b, x_full + st);
+              bulk_copy_to_shared(dws(st),
+                                  static_cast<const Tacc*>(p.dw.dwp) + static_cast<int64_t>(c0) * p.dw.dwpitch,
+                                  tap_bytes, x_full + st);
+            }
             ++uses;
             st ^= 1;
           }

@@ -100,6 +100,8 @@ bool plan_dw(const ConvGeometry& g, const View3& x, DwParams& d, int64_t& xs_byt
   d.pad_left = static_cast<int>(g.pad_left);
   d.mode = mode;
   d.ng = static_cast<int>(je / TT);
+  // kp (a multiple of 8) plus one 16-byte unit: rows an odd number of 16-byte units apart, so the
+  // producers' 16-byte tap loads (lanes on consecutive channels) are conflict-free.
   d.dwpitch = static_cast<int>(kp + (sizeof(Tacc) == 4 ? 4 : 2));
   d.vec_load = vec_load;
   constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
@@ -185,7 +187,9 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   out.dws_bytes = dws_bytes;
   const int64_t cin = g.channels, cout = g.out_channels;
   const int64_t cin_pad = round_up(cin, BK), cout_pad = round_up(cout, BM);
-  const int64_t kp = p.dw.kp;
+  // The prepared taps' rows are dwpitch apart, the pitch the producers read them at in shared
+  // memory, so that a chunk's taps are one span (the x loader's single copy).
+  const int64_t tap_pitch = p.dw.dwpitch;
   const int64_t n_mt = cout_pad / BM;
   const int64_t n_lt = ceil_div(g.out_length, BN);
   const int64_t n_items = g.batch * n_lt;
@@ -270,7 +274,7 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   // zero-byte copies), folded bias.
   Carve cv;
   out.at_wp = cv.take(cout_pad * cin_pad * static_cast<int64_t>(sizeof(Tm)));
-  out.at_dwp = cv.take(std::max<int64_t>(cin_pad, 1) * kp * static_cast<int64_t>(sizeof(Tacc)));
+  out.at_dwp = cv.take(std::max<int64_t>(cin_pad, 1) * tap_pitch * static_cast<int64_t>(sizeof(Tacc)));
   out.at_bias = cv.take(cout_pad * static_cast<int64_t>(sizeof(Tacc)));
   out.ws_bytes = cv.total;
 
@@ -281,11 +285,11 @@ bool plan_fwd(const ConvGeometry& g, const View3& x, void* y, int64_t ysb, int64
   pp.cout_pad = static_cast<int>(cout_pad);
   pp.cin_pad = static_cast<int>(cin_pad);
   pp.K = static_cast<int>(g.kernel_size);
-  pp.kp = static_cast<int>(kp);
+  pp.tap_pitch = static_cast<int>(tap_pitch);
   pp.transpose_w = Tile::kWTransposed ? 1 : 0;
   // Elementwise weight conversion, then one warp per output channel for the folded bias.
   out.prep_blocks = std::min<int64_t>(
-      std::max(ceil_div(cout_pad * cin_pad + cin_pad * kp, 256), ceil_div(cout_pad, kThreads / 32)),
+      std::max(ceil_div(cout_pad * cin_pad + cin_pad * tap_pitch, 256), ceil_div(cout_pad, kThreads / 32)),
       4096);
 
   p.dw.dwb = nullptr;  // folded into the bias
@@ -526,7 +530,7 @@ struct DpwPlan {
   int64_t smem = 0;
   int64_t blocks = 0;
   int64_t prep_blocks = 0, reduce_blocks = 0;
-  int64_t cin_pad = 0, kp = 0;
+  int64_t cin_pad = 0, tap_pitch = 0;
   int64_t ws_bytes = 0, at_dwp = 0, at_dwb = 0, at_part = 0;
 };
 
@@ -560,7 +564,7 @@ bool plan_dpw(const ConvGeometry& g, const View3& dy, const View3& x, const DevC
 
   const int64_t cin = g.channels, cout = g.out_channels;
   const int64_t cin_pad = round_up(cin, BN);
-  const int64_t kp = p.dw.kp;
+  const int64_t tap_pitch = p.dw.dwpitch;  // the prepared taps' row pitch, as in plan_fwd
   const int64_t n_mt = ceil_div(cout, BM), n_nt = cin_pad / BN;
   const int64_t n_jt = ceil_div(g.out_length, BJ);
   const int64_t n_chunks = g.batch * n_jt;
@@ -573,13 +577,13 @@ bool plan_dpw(const ConvGeometry& g, const View3& dy, const View3& x, const DevC
     return false;
   }
   Carve cv;
-  out.at_dwp = cv.take(cin_pad * kp * 4);
+  out.at_dwp = cv.take(cin_pad * tap_pitch * 4);
   out.at_dwb = cv.take(cin_pad * 4);
   out.at_part = cv.take(splits * cout * cin * 4);
   out.ws_bytes = cv.total;
   out.cin_pad = cin_pad;
-  out.kp = kp;
-  out.prep_blocks = std::min<int64_t>(ceil_div(cin_pad * kp + cin_pad, 256), 1024);
+  out.tap_pitch = tap_pitch;
+  out.prep_blocks = std::min<int64_t>(ceil_div(cin_pad * tap_pitch + cin_pad, 256), 1024);
   out.reduce_blocks = std::min<int64_t>(ceil_div(cout * cin, 256), 4096);
 
   p.dy = dy.ptr;

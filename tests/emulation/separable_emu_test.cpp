@@ -315,36 +315,37 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
   // No preparation: the kernel reads the weights and biases as they are, W through the (emulated)
   // tensor map. The output and the workspace are poisoned to catch a missed store or any read of
   // the workspace.
-  auto run_unprepared = [&](auto kernel, const std::string& label) {
+  auto run_unprepared = [&](auto kernel, const std::string& label, bool xtma_kernel) {
     std::fill(y.buf.begin(), y.buf.end(), poison<Tx>());
     std::fill(ws.p, ws.p + plan.ws_bytes, static_cast<unsigned char>(0xff));
     FwdPlan raw = plan;
     bind_fwd_unprepared(raw.p, P.pw.data(), c.pwb ? P.pwb.data() : nullptr, P.dw.data(),
                         c.dwb ? P.dwb.data() : nullptr);
-    sepemu::launch(kernel, raw.blocks, ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(raw.smem), raw.p);
+    sepemu::launch(kernel, raw.blocks, ws_threads(ws_has_loader<Tx, BN>(kG, xtma_kernel)),
+                   size_t(raw.smem), raw.p);
     check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, label);
   };
   if constexpr (!kXcl) {
     if (x_tma) {
       if constexpr (kG == 0) {
         sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true>, plan.blocks,
-                       ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(plan.smem), plan.p);
+                       ws_threads(ws_has_loader<Tx, BN>(kG, true)), size_t(plan.smem), plan.p);
       } else {  // chunk-major FFMA producers stage x with cp.async
         sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC>, plan.blocks,
-                       ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(plan.smem), plan.p);
+                       ws_threads(ws_has_loader<Tx, BN>(kG, false)), size_t(plan.smem), plan.p);
       }
     }
     if constexpr (mma_dw_types<Tx, Tw, BN>()) {
       if (dw_mma) {
         check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, name);
         run_unprepared(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true>,
-                       name + (kG > 0 ? " xtma" : "") + " dwmma");
+                       name + (kG > 0 ? " xtma" : "") + " dwmma", true);
         // The kernel the host runs where y rows are 16-byte aligned and one block of taps covers K;
         // run on every plan here, so that its epilogue's other paths (rows of 8-, 4- and 2-byte
         // alignment, channel-last y) are checked as well.
         if constexpr (kG == 0) {
           run_unprepared(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, true, true, true>,
-                         name + " dwmma runs");
+                         name + " dwmma runs", true);
         }
         return;
       }
@@ -352,14 +353,15 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
   }
   if (!x_tma) {
     sepemu::launch(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC>, plan.blocks,
-                   ws_threads(ws_has_loader<Tx, BN>(kG)), size_t(plan.smem), plan.p);
+                   ws_threads(ws_has_loader<Tx, BN>(kG, false)), size_t(plan.smem), plan.p);
   }
   check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, name);
   // Rows that are not 16-byte aligned: the tensor-core depthwise on rows staged in 4-byte pairs
   // (mma_dw_words_fit), the weights as they are.
   if constexpr (!kXcl && mma_dw_types<Tx, Tw, BN>()) {
     if (!x_tma && mma_dw_words_fit<Tx, Tw, BN>(plan.p) && (c.Cin * sizeof(Tw)) % 16 == 0) {
-      run_unprepared(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, false, true>, name + " words dwmma");
+      run_unprepared(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, false, true>, name + " words dwmma",
+                     false);
     }
   }
 }
@@ -445,7 +447,7 @@ void run_dpw(Problem<Tx, Tw>& P, const DevCaps& caps, const char* cfg) {
                    (const Tw*)(c.dwb ? P.dwb.data() : nullptr),
                    reinterpret_cast<float*>(ws.p + plan.at_dwp),
                    reinterpret_cast<float*>(ws.p + plan.at_dwb), int(c.Cin), int(plan.cin_pad),
-                   int(c.K), int(plan.kp));
+                   int(c.K), int(plan.tap_pitch));
     sepemu::launch(sep_dpw_kernel<Tx, Tm, kGemm, BM, BN, 32, kXcl>, plan.blocks, kThreads,
                    size_t(plan.smem), plan.p);
     out[rep].assign(size_t(c.Cout * c.Cin), poison<Tw>());
