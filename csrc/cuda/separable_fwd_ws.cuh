@@ -14,8 +14,8 @@
 //    W loader warpgroup (warps 16-19; the rest of it exits) issues them: it waits for its
 //    warpgroup's release of a stage part (w_empty) and refills it (w_full), so the consumers only
 //    arrive (a copy's issue cost ~150-220 cycles, which the warpgroup's next products used to
-//    wait for). Without, thread 0 of
-//    each warpgroup refills its own part of the stage it releases (its own w_full barrier).
+//    wait for). Without, thread 0 of each warpgroup refills its own part of the stage it
+//    releases (its own w_full barrier).
 //    The tile (+ folded bias) is stored from the accumulators at the end of a pass;
 //  - warps 8-15, two depthwise producer warpgroups: per (item, chunk), stage x and the depthwise
 //    weights with cp.async (one chunk ahead, two buffers; a named barrier among the producers; with
@@ -312,19 +312,18 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG, kXTma)), 
           for (int k = 0; k < n_chunks; ++k) {
             const int c0 = k * BK;
             if (uses >= 2) mbar_wait(x_empty + st, ((uses >> 1) - 1) & 1);
+            // The taps: kDwMma the raw ones; TF32 the prepared ones of the chunk's BK channels
+            // (rows of dwpitch, zero padded), one span at the pitch the producers read (an odd
+            // number of 16-byte units per row: their 16-byte tap loads are conflict-free).
+            const uint32_t tap_bytes =
+                kDwMma ? Dw::raw_taps_bytes(p.dw, c0)
+                       : static_cast<uint32_t>(BK * p.dw.dwpitch * sizeof(Tacc));
+            mbar_arrive_expect_tx(x_full + st, static_cast<uint32_t>(BK * p.dw.xpitch * sizeof(Tx)) +
+                                                   tap_bytes);
+            load_x_box<Tx, BK>(p, xs(st), pos0, c0, b, x_full + st);
             if constexpr (kDwMma) {
-              mbar_arrive_expect_tx(x_full + st, static_cast<uint32_t>(BK * p.dw.xpitch * sizeof(Tx)) +
-                                                     Dw::raw_taps_bytes(p.dw, c0));
-              load_x_box<Tx, BK>(p, xs(st), pos0, c0, b, x_full + st);
               Dw::load_raw_taps(p.dw, c0, dws(st), x_full + st);
             } else {
-              // The prepared taps of the chunk's BK channels (rows of dwpitch, zero padded): one
-              // span, at the pitch the producers read (an odd number of 16-byte units per row:
-              // their 16-byte tap loads are conflict-free).
-              const uint32_t tap_bytes = static_cast<uint32_t>(BK * p.dw.dwpitch * sizeof(Tacc));
-              mbar_arrive_expect_tx(x_full + st, static_cast<uint32_t>(BK * p.dw.xpitch * sizeof(Tx)) +
-                                                     tap_bytes);
-              load_x_box<Tx, BK>(p, xs(st), pos0, c0, b, x_full + st);
               bulk_copy_to_shared(dws(st),
                                   static_cast<const Tacc*>(p.dw.dwp) + static_cast<int64_t>(c0) * p.dw.dwpitch,
                                   tap_bytes, x_full + st);
