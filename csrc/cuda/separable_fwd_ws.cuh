@@ -7,7 +7,8 @@
 //  - warps 0-7, two consumer warpgroups: per step (item, Cout pass, Cin chunk) wait for the h chunk
 //    and their half of the W stage, issue m64nBNk16 wgmmas on both from shared memory (rows
 //    [64 wn, 64 wn + 64) of the 128-row Cout tile), and once the previous step's products are
-//    done release its h slot (after the last Cout pass over it) and its W stage. W is the
+//    done release its h slot (after the last Cout pass over it) and its W stage (TF32 with the
+//    loader: once this step's own products are done, ws_release_at_once). W is the
 //    pre-swizzled weight (ws_w_index; 8 KB per warpgroup and chunk, kSC chunks per step), one bulk
 //    copy per warpgroup part of a stage, w_stages steps ahead. With a loader (ws_has_loader:
 //    16-bit, or TF32 with x by tensor map; pass-major), one thread per consumer warpgroup in the
@@ -88,6 +89,17 @@ constexpr int ws_threads(bool loader) { return kWsConsumers + kWsProducers + (lo
 constexpr int ws_consumer_regs(bool loader, bool x_loader) { return x_loader ? 144 : loader ? 152 : 168; }
 constexpr int ws_producer_regs(bool loader, bool x_loader) { return x_loader ? 80 : loader ? 72 : 88; }
 constexpr int kWsLoaderRegs = 32;
+// Whether the pass-major consumers wait for each step's products right after issuing them and
+// release its W stage and h slot at once, rather than waiting only for the step before (one step
+// in flight per warpgroup instead of two; the other warpgroup's products keep the tensor pipe
+// busy). Each W stage goes back to the loader a step earlier, which is worth more to the TF32
+// loader kernels, whose W refills are the longer wait (3 stages of one chunk), than the second
+// step in flight: seed TF32 harness 180.5-181.9 -> 177.4-179.1 us, K 3 174.2-176.5 -> 170.9-173.0.
+// The 16-bit kernels lost 2% with it (82.8-83.4 -> 84.3-85.2) and keep two steps in flight.
+template <typename Tx>
+constexpr bool ws_release_at_once(bool loader) {
+  return loader && sizeof(Tx) == 4;
+}
 constexpr bool ws_regs_fit(bool loader, bool x_loader) {
   return ws_threads(loader) * (loader ? 96 : 128) ==
          128 * (2 * ws_consumer_regs(loader, x_loader) + 2 * ws_producer_regs(loader, x_loader) +
@@ -680,11 +692,16 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG, kXTma)), 
         gemm(acc, w_rows, h_slot_ptr(hs));
         if constexpr (kSC == 2) gemm(acc, w_rows + kChunkElems, h_slot_ptr(hs1));
         wg_commit();
-        wg_wait<1>(acc);  // the products of the previous step are done
-        if (prev_w >= 0) release(prev_w, prev_h, prev_last);
-        prev_w = ws;
-        prev_h = hs;
-        prev_last = last_pass;
+        if constexpr (ws_release_at_once<Tx>(kLoader)) {
+          wg_wait<0>(acc);  // this step's products are done
+          release(ws, hs, last_pass);
+        } else {
+          wg_wait<1>(acc);  // the products of the previous step are done
+          if (prev_w >= 0) release(prev_w, prev_h, prev_last);
+          prev_w = ws;
+          prev_h = hs;
+          prev_last = last_pass;
+        }
         if (++ws == S) {
           ws = 0;
           ++w_round;
@@ -698,7 +715,7 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG, kXTma)), 
         if (hs == 0) ++h_round;
       }
       wg_wait<0>(acc);
-      release(prev_w, prev_h, prev_last);
+      if (prev_w >= 0) release(prev_w, prev_h, prev_last);
       prev_w = -1;
       // 16-bit and kXTma: the epilogue's per-thread index maths from an opaque tid, so that ptxas
       // does not hoist it out of the item loop and hold it in registers through the products
