@@ -527,6 +527,34 @@ def test_chunked_backward_matches_reference(device, monkeypatch, layout, dtype, 
                  asked=[n for n, t in zip(GRAD_NAMES, inputs, strict=True) if t.requires_grad])
 
 
+# (batch, Cin, Cout, L) whose d pw products are a few cuBLAS tiles against a long reduction over
+# (batch, position), which the CUDA backward cuts into slices of its own (a shorter last slice in
+# each): per-batch products (B 2, and B 1), and one product over h as (Ce, B, L) for short rows
+# with more h channels than positions (B 81, L 67).
+SLICED_DPW_CASES = [(2, 5, 3, 9001), (1, 17, 9, 20000), (81, 200, 40, 67)]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("case", SLICED_DPW_CASES, ids=lambda c: f"B{c[0]}-{c[1]}to{c[2]}-L{c[3]}")
+def test_sliced_pointwise_weight_grad_matches_reference(device, layout, dtype, case):
+    """Every gradient against float64 where d pw's reduction is sliced (float32 on TF32)."""
+    if device != "cuda":
+        pytest.skip("the CUDA backward's sliced d pw products")
+    torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py
+    batch, cin, cout, length = case
+    x = make_activation(batch, cin, length, dtype, device, layout).requires_grad_(True)
+    params = [t.requires_grad_(True) for t in _weights(cin, cout, 3, dtype, device, True, True)]
+    dw, dwb, pw, pwb = params
+    out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
+    grad_out = make_activation(batch, cout, length, dtype, device, layout)
+    inputs = [x, dw, dwb, pw, pwb]
+    poison_allocator(device, x.numel() * x.element_size())
+    grads = torch.autograd.grad(out, inputs, grad_out)
+    tol = TF32_TOLERANCE if dtype == torch.float32 else tolerance_for(dtype)
+    _check_grads(inputs, grads, grad_out, 1, (1, 1), 1, lambda t: tol, f"sliced d pw {case} {layout} {dtype}")
+
+
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
 def test_backward_peak_memory_holds_a_slice_of_the_intermediate(device, layout):
     """bf16 training-step backward at B32 Cin 256 L4096 (a 64 MiB intermediate): besides dx and the

@@ -697,11 +697,12 @@ ConvGeometry with_batch(ConvGeometry g, int64_t batch) {
   return g;
 }
 
-// Sums float32 parts (splits, rows, pitch) in split order into out (rows, cols, weight dtype wt)
-// and, with bias_out, column `cols` of the parts into bias_out (rows): sep_dpw_reduce_kernel, the
-// deterministic end of every split weight-gradient reduction of the backward.
-void sum_parts_in_order(const Tensor& parts, Tensor& out, Tensor* bias_out, int64_t rows,
-                        int64_t cols, int64_t pitch, ScalarType xt, ScalarType wt) {
+// Sums the first `splits` float32 parts of parts (>= splits, rows, pitch) in split order into out
+// (rows, cols, weight dtype wt) and, with bias_out, column `cols` of the parts into bias_out (rows):
+// sep_dpw_reduce_kernel, the deterministic end of every split weight-gradient reduction of the
+// backward.
+void sum_parts_in_order(const Tensor& parts, int64_t splits, Tensor& out, Tensor* bias_out,
+                        int64_t rows, int64_t cols, int64_t pitch, ScalarType xt, ScalarType wt) {
   const int64_t n = rows * (cols + (bias_out != nullptr ? 1 : 0));
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(n, 256), 4096));
   dispatch_dtypes(xt, wt, "separable_conv1d_backward", [&](auto, auto wtag) {
@@ -709,9 +710,54 @@ void sum_parts_in_order(const Tensor& parts, Tensor& out, Tensor* bias_out, int6
     sep_dpw_reduce_kernel<Tw><<<blocks, 256, 0, current_stream(parts)>>>(
         static_cast<const float*>(parts.const_data_ptr()), static_cast<Tw*>(out.data_ptr()),
         bias_out != nullptr ? static_cast<Tw*>(bias_out->data_ptr()) : nullptr, rows, cols, pitch,
-        static_cast<int>(parts.size(0)));
+        static_cast<int>(splits));
     check_launch("sep_dpw_reduce_kernel");
   });
+}
+
+// The d pw products reduce over every (batch, position): a long shared dimension Kd against a
+// small (Cout, Ce) output. Where that output is only a few cuBLAS tiles (SNAC's 96 x 104: one per
+// batch), the GEMMs run on a handful of SMs for the whole reduction (SNAC TF32: 4 batches x 88200
+// positions, 2 x 340 us on 8 blocks). So where all the products together are fewer tiles than an
+// eighth of the SMs, the shared dimension is cut into slices, each a partial product of its own,
+// until they give about two blocks per SM, each slice at least kMinSliceK deep;
+// sep_dpw_reduce_kernel adds the partials in order as before (deterministic). SNAC TF32 training
+// step 1776 -> 1244 us. With more tiles cuBLAS fills the GPU itself (split-K where it needs it):
+// slicing Conformer's 20 tiles or Citrinet's 72 cost 1.5-2% (csrc/NOTES.md, thirty-seventh session).
+constexpr int64_t kMinSliceK = 2048;
+constexpr int64_t kMaxSlicePartBytes = int64_t(64) << 20;
+
+// Slices (>= 1) of the shared dimension Kd for `gemms` products of an M x N output each.
+// SEPCONV1D_DPW_SLICES=0 (read per call: A/B runs) never slices.
+int64_t dpw_k_slices(int64_t M, int64_t N, int64_t Kd, int64_t gemms, int64_t sms) {
+  const char* env = std::getenv("SEPCONV1D_DPW_SLICES");
+  if (env != nullptr && std::atoi(env) == 0) return 1;
+  const int64_t tiles = ceil_div(M, int64_t{128}) * ceil_div(N, int64_t{128}) * gemms;
+  if (tiles >= sms / 8) return 1;
+  int64_t s = std::min(ceil_div(2 * sms, tiles), Kd / kMinSliceK);
+  // The partials stay small: slicing is for outputs of a few tiles.
+  s = std::min(s, kMaxSlicePartBytes / std::max<int64_t>(1, gemms * M * N * 4));
+  return std::max<int64_t>(s, 1);
+}
+
+// Partial products of a (1, M, Kd) @ b (1, Kd, N) over `slices` slices of the shared dimension
+// into parts [0, n) (float32 (n, M, N)); returns n (slices, or one more for a shorter last slice).
+// Slices are whole multiples of 8 positions, so each slice's operands keep the base's alignment.
+int64_t gemm_k_sliced(const StridedView& a, const StridedView& b, const StridedView& parts,
+                      int64_t slices) {
+  const int64_t Kd = a.size[2];
+  if (slices <= 1) {
+    gemm_into(a, b, parts.batch(0, 1));
+    return 1;
+  }
+  const int64_t ls = round_up(ceil_div(Kd, slices), int64_t{8});
+  const int64_t full = Kd / ls, rest = Kd - full * ls;
+  const StridedView as = a.reshaped(0, {full, a.size[1], ls}, {ls * a.stride[2], a.stride[1], a.stride[2]});
+  const StridedView bs = b.reshaped(0, {full, ls, b.size[2]}, {ls * b.stride[1], b.stride[1], b.stride[2]});
+  gemm_into(as, bs, parts.batch(0, full));
+  if (rest == 0) return full;
+  gemm_into(a.narrow(2, full * ls, rest), b.narrow(1, full * ls, rest), parts.batch(full, 1));
+  return full + 1;
 }
 
 // d pw (Cout, Cin) in dtype wt for half x, or float32 x on TF32: h = depthwise(x) + dw_bias in x's
@@ -740,11 +786,16 @@ std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
     if (want_bias) fill_ones(StridedView::of(hbuf).narrow(cdim, Cin, Ce - Cin), stream);
   };
   const int64_t nb = h_chunk_batches(g, elt);
+  const int64_t sms = dev_caps(xk.get_device_index()).sms;
   const StridedView xv = StridedView::of(xk), dyv = StridedView::of(dy);
-  Tensor prod;  // float32 (S, Cout, Ce) partial products
+  Tensor prod;  // float32 (S, Cout, Ce) partial products, of which the first `parts` are written
+  int64_t parts = 0;
   if (is_channels_last(xk)) {
     const int64_t S = ceil_div(B, nb);
-    prod = torch::stable::empty({S, Cout, Ce}, ScalarType::Float, std::nullopt, xk.device());
+    // Slices of each chunk's n*Lo positions (the last chunk may be shorter: at most one more part).
+    const int64_t slices = dpw_k_slices(Cout, Ce, nb * Lo, S, sms);
+    const int64_t per_chunk = slices > 1 ? slices + 1 : 1;
+    prod = torch::stable::empty({S * per_chunk, Cout, Ce}, ScalarType::Float, std::nullopt, xk.device());
     Tensor hbuf = torch::stable::empty({nb, Lo, Ce}, xt, std::nullopt, xk.device());
     ones_channels(hbuf, 2);
     const StridedView hv = StridedView::of(hbuf), pv = StridedView::of(prod);
@@ -757,13 +808,16 @@ std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
       // made dy dense over batch and length).
       const StridedView d2 = dyv.reshaped(b0 * dyv.stride[0], {1, Cout, n * Lo}, {0, 1, dyv.stride[2]});
       const StridedView h2 = hv.reshaped(0, {1, n * Lo, Ce}, {0, Ce, 1});
-      gemm_into(d2, h2, pv.batch(s, 1));
+      parts += gemm_k_sliced(d2, h2, pv.batch(parts, per_chunk), slices);
     }
   } else {
     const int64_t partial_bytes = 2 * B * Cout * Ce * 4;
     const int64_t copy_bytes = 2 * B * Cout * Lo * static_cast<int64_t>(dy.element_size());
     if (B == 1 || partial_bytes <= 2 * copy_bytes) {  // the strided copy runs at ~1.5 TB/s
-      prod = torch::stable::empty({B, Cout, Ce}, ScalarType::Float, std::nullopt, xk.device());
+      // Slices of each batch's Lo positions where the per-batch products are too few tiles.
+      const int64_t slices = dpw_k_slices(Cout, Ce, Lo, B, sms);
+      const int64_t per_batch = slices > 1 ? slices + 1 : 1;
+      prod = torch::stable::empty({B * per_batch, Cout, Ce}, ScalarType::Float, std::nullopt, xk.device());
       Tensor hbuf = torch::stable::empty({nb, Ce, Lo}, xt, std::nullopt, xk.device());
       ones_channels(hbuf, 1);
       const StridedView hv = StridedView::of(hbuf), pv = StridedView::of(prod);
@@ -771,7 +825,15 @@ std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
         const int64_t n = std::min(nb, B - b0);
         const StridedView hb = hv.batch(0, n);  // (n, Ce, Lo)
         depthwise_forward_view(xv.batch(b0, n), dw, dwb, with_batch(gd, n), hb.narrow(1, 0, Cin));
-        gemm_into(dyv.batch(b0, n), hb.transposed(), pv.batch(b0, n));
+        if (slices == 1) {
+          gemm_into(dyv.batch(b0, n), hb.transposed(), pv.batch(b0, n));
+          parts += n;
+          continue;
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          parts += gemm_k_sliced(dyv.batch(b0 + i, 1), hb.batch(i, 1).transposed(),
+                                 pv.batch(parts, per_batch), slices);
+        }
       }
     } else {
       // h as (Ce, B, L): the depthwise kernel takes any batch/channel strides with unit L stride.
@@ -789,18 +851,20 @@ std::pair<Tensor, std::optional<Tensor>> pointwise_weight_grad_gemm(
       const Tensor d2 = torch::stable::empty({Cout, B, Lo}, dy.scalar_type(), std::nullopt, xk.device());
       copy_rows(StridedView::of(d2), dyv.reshaped(0, {Cout, B, Lo}, {dyv.stride[1], dyv.stride[0], 1}),
                 stream);
-      prod = torch::stable::empty({1, Cout, Ce}, ScalarType::Float, std::nullopt, xk.device());
+      const int64_t slices = dpw_k_slices(Cout, Ce, B * Lo, 1, sms);
+      prod = torch::stable::empty({slices > 1 ? slices + 1 : 1, Cout, Ce}, ScalarType::Float,
+                                  std::nullopt, xk.device());
       const StridedView a = StridedView::of(d2).reshaped(0, {1, Cout, B * Lo}, {0, B * Lo, 1});
       const StridedView b = hv.reshaped(0, {1, B * Lo, Ce}, {0, 1, B * Lo});
-      gemm_into(a, b, StridedView::of(prod));
+      parts = gemm_k_sliced(a, b, StridedView::of(prod), slices);
     }
   }
-  // One kernel sums the S partial products in order and writes d pw (and d pw_bias) in the
+  // One kernel sums the partial products in order and writes d pw (and d pw_bias) in the
   // weight dtype.
   Tensor gw = torch::stable::empty({Cout, Cin}, wt, std::nullopt, xk.device());
   std::optional<Tensor> gb;
   if (want_bias) gb = torch::stable::empty({Cout}, wt, std::nullopt, xk.device());
-  sum_parts_in_order(prod, gw, gb ? &*gb : nullptr, Cout, Cin, Ce, xt, wt);
+  sum_parts_in_order(prod, parts, gw, gb ? &*gb : nullptr, Cout, Cin, Ce, xt, wt);
   return {gw, gb};
 }
 
