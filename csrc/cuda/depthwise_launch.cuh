@@ -325,9 +325,12 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
           if (launched) return;
         }
       }
-      // Run-time K of half types: the tensor-core kernel, copies and stores in units of each
-      // tensor's row alignment.
-      if constexpr (KC == 0 && sizeof(T) == 2) {
+      // Half types where the register-direct kernel did not launch (run-time K, or a compiled K
+      // on rows that are not 16-byte aligned): the tensor-core kernel, copies and stores in units
+      // of each tensor's row alignment. For compiled K it beats the tile kernel on such rows:
+      // bf16 K 9, B128 C512 L210 181 -> ~156 us, B8 L8191 71 -> ~63 (csrc/NOTES.md,
+      // thirty-seventh session).
+      if constexpr (sizeof(T) == 2) {
         if (fast && tune.allow_tc && pr.K <= tc_max_k()) {
           TcAlign al;
           al.x = cf_row_granule<T>(x, xd);
@@ -661,8 +664,10 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
       });
       if (launched) return;
     }
-    // Run-time K of half types: the tensor-core kernel, copies and stores in units of each
-    // tensor's row alignment.
+    // Half types where the register-direct kernel did not launch (run-time K, or a compiled K
+    // on rows that are not 16-byte aligned): the tensor-core kernel, copies and stores in units of
+    // each tensor's row alignment. For compiled K it is 1.5-1.7x the tile kernel's speed on such
+    // rows (bf16 K 9: B128 C512 L210 333 -> ~198 us, B32 L835 129 -> ~86, B8 L8191 184 -> ~126).
     if (fast && tune.allow_tc && sizeof(T) == 2 && pr.K <= tc_max_k()) {
       TcAlign al;
       al.dy = cf_row_granule<T>(dy, dyd);
@@ -670,7 +675,7 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
       if (want_x) al.out = cf_row_granule<T>(dx, dxd);
       bool launched = false;
       with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
-        if constexpr (decltype(kc)::value == 0 && sizeof(T) == 2) {
+        if constexpr (sizeof(T) == 2) {
           BwdArgs<T, W> ta = a;
           const int64_t span = std::max(pr.L, pr.Lo);
           const int64_t tile = clamp64(ceil_div(span, kTcBlockOut) * kTcBlockOut, kTcBlockOut,

@@ -375,6 +375,12 @@ void for_types(int which, F&& f) {
   }
 }
 
+// Whether for_types(which) runs a half-precision x (bf16 or fp16, with either weight type).
+bool is_half(int which) {
+  const int t = which % 6;
+  return t == 1 || t == 2 || t == 4 || t == 5;
+}
+
 int main_impl(int argc, char** argv) {
   const int n_random = argc > 1 ? std::atoi(argv[1]) : 200;
   const uint64_t seed = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1234;
@@ -531,8 +537,14 @@ int main_impl(int argc, char** argv) {
     for (const FB& f : fbs) {
       Case cs{3, 3, f.L, f.K, 1, 1, f.pl, f.pr, true, f.xkind, f.ykind, f.xoff, f.yoff, Tuning{}};
       cs.tune.allow_reg_fwd = f.reg;
-      cs.expect_fwd = "dw_fwd_cf_kernel";
+      // Half types take the tensor-core kernel there; the tile kernel with it switched off.
+      cs.expect_fwd = is_half(f.types) ? "dw_fwd_cf_tc_kernel" : "dw_fwd_cf_kernel";
       run(cs, f.types);
+      if (is_half(f.types)) {
+        cs.tune.allow_tc = false;
+        cs.expect_fwd = "dw_fwd_cf_kernel";
+        run(cs, f.types);
+      }
     }
   }
 
@@ -586,8 +598,15 @@ int main_impl(int argc, char** argv) {
       Case cs{3, 3, f.L, f.K, f.s, 1, f.pl, f.pr, true, L_CFAL, L_CFAL, f.xoff, f.yoff, Tuning{}};
       cs.tune.allow_reg_bwd = f.reg;
       cs.grads = f.grads;
-      cs.expect_bwd = "dw_bwd_cf_kernel";
+      // Half types with stride 1 take the tensor-core kernel there; the tile kernel with it off.
+      const bool tc = is_half(f.types) && f.s == 1;
+      cs.expect_bwd = tc ? "dw_bwd_cf_tc_kernel" : "dw_bwd_cf_kernel";
       run(cs, f.types);
+      if (tc) {
+        cs.tune.allow_tc = false;
+        cs.expect_bwd = "dw_bwd_cf_kernel";
+        run(cs, f.types);
+      }
     }
   }
 
