@@ -1,0 +1,32 @@
+"""Depthwise forward and backward on the tensor-core kernels (dw_fwd_cf_tc_kernel,
+dw_bwd_cf_tc_kernel) for compute-sanitizer: half types with the compiled kernel sizes (3, 4, 5,
+9) on rows that are not 16-byte aligned, which take those kernels since the thirty-seventh session,
+and a run-time K beside them; bf16 and float32 weights; 'same', causal and asymmetric pads:
+
+    compute-sanitizer --tool racecheck python3 -P scripts/depthwise_race.py
+"""
+
+from __future__ import annotations
+
+import torch
+
+import sepconv1d
+
+
+def main() -> None:
+    for dtype, wdtype in ((torch.bfloat16, torch.bfloat16), (torch.float16, torch.float16),
+                          (torch.bfloat16, torch.float32)):
+        # Row lengths: odd (2-byte rows), 4-byte and 8-byte aligned, short and long.
+        for length in (211, 834, 1670, 500):
+            for k, padding in ((3, "same"), (4, "causal"), (5, (1, 3)), (9, "same"), (7, "same")):
+                x = torch.randn(3, 40, length, device="cuda", dtype=dtype, requires_grad=True)
+                w = torch.randn(40, k, device="cuda", dtype=wdtype, requires_grad=True)
+                b = torch.randn(40, device="cuda", dtype=wdtype, requires_grad=True)
+                y = sepconv1d.depthwise_conv1d(x, w, b, padding=padding)
+                torch.autograd.grad(y, (x, w, b), torch.randn_like(y))
+    torch.cuda.synchronize()
+    print("depthwise_race: done")
+
+
+if __name__ == "__main__":
+    main()
