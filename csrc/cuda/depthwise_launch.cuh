@@ -327,9 +327,9 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
       }
       // Half types where the register-direct kernel did not launch (run-time K, or a compiled K
       // on rows that are not 16-byte aligned): the tensor-core kernel, copies and stores in units
-      // of each tensor's row alignment. For compiled K it beats the tile kernel on such rows:
-      // bf16 K 9, B128 C512 L210 181 -> ~156 us, B8 L8191 71 -> ~63 (csrc/NOTES.md,
-      // thirty-seventh session).
+      // of each tensor's row alignment. On such rows it beats the tile kernel that compiled K took
+      // before: bf16 B128 C512 L210, tile kernel at K 9 181 us, tensor-core kernel at K 8 156; B8
+      // L8191 71 against 63 (csrc/NOTES.md, thirty-seventh session).
       if constexpr (sizeof(T) == 2) {
         if (fast && tune.allow_tc && pr.K <= tc_max_k()) {
           TcAlign al;
@@ -666,8 +666,9 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
     }
     // Half types where the register-direct kernel did not launch (run-time K, or a compiled K
     // on rows that are not 16-byte aligned): the tensor-core kernel, copies and stores in units of
-    // each tensor's row alignment. For compiled K it is 1.5-1.7x the tile kernel's speed on such
-    // rows (bf16 K 9: B128 C512 L210 333 -> ~198 us, B32 L835 129 -> ~86, B8 L8191 184 -> ~126).
+    // each tensor's row alignment. On such rows the tile kernel that compiled K took before is
+    // 1.5-1.7x slower (bf16, tile kernel at K 9 against the tensor-core kernel at K 8: B128 C512
+    // L210 333 / 198 us, B32 L835 129 / 86, B8 L8191 184 / 126).
     if (fast && tune.allow_tc && sizeof(T) == 2 && pr.K <= tc_max_k()) {
       TcAlign al;
       al.dy = cf_row_granule<T>(dy, dyd);

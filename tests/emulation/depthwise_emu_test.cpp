@@ -202,6 +202,7 @@ bool run_case(const Case& cs, std::mt19937_64& rng, bool verbose) {
   if (used_reg) {
     Tuning tile_tune = cs.tune;
     tile_tune.allow_reg_fwd = false;
+    tile_tune.allow_tc = false;  // half types would take the tensor-core kernel instead
     y3.init(cs.ykind, cs.B, cs.C, Lo, cs.yoff);
     forward<T, W>(pr, x.ptr(), x.d, w.data(), bias_p, y3.ptr(), y3.d, nullptr, dev, tile_tune);
   }
