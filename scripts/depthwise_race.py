@@ -1,12 +1,16 @@
 """Depthwise forward and backward on the tensor-core kernels (dw_fwd_cf_tc_kernel,
 dw_bwd_cf_tc_kernel) for compute-sanitizer: half types with the compiled kernel sizes (3, 4, 5,
 9) on rows that are not 16-byte aligned, which take those kernels since the thirty-seventh session,
-and a run-time K beside them; bf16 and float32 weights; 'same', causal and asymmetric pads:
+and a run-time K beside them; bf16 and float32 weights; 'same', causal and asymmetric pads. Then
+dilated problems as phase rows (depthwise_phases.cuh: the gather, the dilation-1 kernels, the
+scatter; SEPCONV1D_DW_PHASES=1 for every K), in half types and float32:
 
     compute-sanitizer --tool racecheck python3 -P scripts/depthwise_race.py
 """
 
 from __future__ import annotations
+
+import os
 
 import torch
 
@@ -24,6 +28,15 @@ def main() -> None:
                 b = torch.randn(40, device="cuda", dtype=wdtype, requires_grad=True)
                 y = sepconv1d.depthwise_conv1d(x, w, b, padding=padding)
                 torch.autograd.grad(y, (x, w, b), torch.randn_like(y))
+    os.environ["SEPCONV1D_DW_PHASES"] = "1"
+    for dtype in (torch.bfloat16, torch.float32):
+        for length, k, d, padding in ((835, 87, 2, (86, 86)), (1001, 9, 3, (13, 11)), (3001, 7, 9, (27, 27)),
+                                      (300, 16, 17, (5, 300))):
+            x = torch.randn(2, 24, length, device="cuda", dtype=dtype, requires_grad=True)
+            w = torch.randn(24, k, device="cuda", dtype=dtype, requires_grad=True)
+            b = torch.randn(24, device="cuda", dtype=dtype, requires_grad=True)
+            y = sepconv1d.depthwise_conv1d(x, w, b, padding=padding, dilation=d)
+            torch.autograd.grad(y, (x, w, b), torch.randn_like(y))
     torch.cuda.synchronize()
     print("depthwise_race: done")
 

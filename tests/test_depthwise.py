@@ -167,6 +167,55 @@ def test_long_kernels_rows_of_several_tiles(device, kernel_size, dtypes):
                                   tolerance_for(xdtype), f"K={kernel_size} padding={padding}")
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_PHASES is read by the CUDA kernels")
+@pytest.mark.parametrize("phases", ["1", "0"])
+@pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[1], DTYPES[2], DTYPES[3]], ids=dtype_pair_id)
+def test_dilated_kernels_as_phase_rows(monkeypatch, dtypes, phases):
+    """Dilated, stride-1 problems, which the CUDA kernels run as the dilation-1 problem of the d
+    phase rows of each row (SEPCONV1D_DW_PHASES=1 for every K, =0 never): forward and all three
+    gradients against float64 for pad_left below, at and above multiples of d (the phase shift
+    r = pad_left mod d), more padding than the kernel covers, rows shorter than d, odd and
+    16-byte-unaligned lengths, a channel-last input (which keeps the general path) and a
+    non-contiguous one."""
+    monkeypatch.setenv("SEPCONV1D_DW_PHASES", phases)
+    xdtype, wdtype = dtypes
+    cases = [  # (K, d, L, pad_left, pad_right, layout)
+        (87, 2, 835, 86, 86, "contiguous"), (3, 2, 1031, 2, 2, "contiguous"), (9, 3, 700, 13, 11, "contiguous"),
+        (7, 9, 2003, 27, 27, "contiguous"), (5, 4, 129, 0, 16, "contiguous"), (31, 2, 500, 60, 0, "contiguous"),
+        (4, 5, 3, 8, 7, "contiguous"), (16, 17, 300, 5, 300, "contiguous"), (33, 2, 1670, 32, 32, "sliced"),
+        (9, 2, 333, 8, 8, "channels_last"),
+    ]
+    for i, (k, d, length, left, right, layout) in enumerate(cases):
+        channels = (5, 24, 13)[i % 3]
+        with_bias = i % 2 == 0
+        x = make_activation(3, channels, length + (layout == "sliced"), xdtype, "cuda",
+                            "contiguous" if layout == "sliced" else layout)
+        x = (x[..., 1:] if layout == "sliced" else x).requires_grad_(True)
+        weight, bias = _params(channels, k, wdtype, "cuda", with_bias)
+        weight.requires_grad_(True)
+        if bias is not None:
+            bias.requires_grad_(True)
+        ref_fn = lambda a, w, b: unfolded_depthwise(a, w, b, 1, left, right, d)  # noqa: E731
+        what = f"K={k} d={d} L={length} pad=({left}, {right}) {layout} phases={phases}"
+        poison_allocator("cuda", 4 * x.numel() * x.element_size())
+        out = sepconv1d.depthwise_conv1d(x, weight, bias, padding=(left, right), dilation=d)
+        assert_close_to_reference(out, ref_fn(x.detach(), weight.detach(), bias), tolerance_for(xdtype),
+                                  "forward " + what)
+        grad_out = torch.randn(out.shape, dtype=torch.float64).to("cuda", xdtype)
+        inputs = [x, weight] + ([bias] if with_bias else [])
+        poison_allocator("cuda", 4 * x.numel() * x.element_size())
+        grads = torch.autograd.grad(out, inputs, grad_out)
+        refs = reference_grads(ref_fn, [x, weight, bias], grad_out)
+        assert_close_to_reference(grads[0], refs[0], tolerance_for(xdtype), "grad x " + what)
+        assert_close_to_reference(grads[1], refs[1], tolerance_for(wdtype), "grad weight " + what)
+        if with_bias:
+            assert_close_to_reference(grads[2], refs[2], tolerance_for(wdtype), "grad bias " + what)
+        # dx alone (no x gathered) and the weight gradient alone.
+        gx, = torch.autograd.grad(sepconv1d.depthwise_conv1d(x, weight.detach(), None, padding=(left, right),
+                                                             dilation=d), [x], grad_out)
+        assert_close_to_reference(gx, refs[0], tolerance_for(xdtype), "grad x alone " + what)
+
+
 def _half_rows(batch, channels, length, dtype, device, view):
     """An activation for the unaligned-row test: "slice" is [..., 1:] of rows one element longer
     (every row starts one element in), any other view a make_activation layout."""

@@ -527,6 +527,36 @@ def test_chunked_backward_matches_reference(device, monkeypatch, layout, dtype, 
                  asked=[n for n, t in zip(GRAD_NAMES, inputs, strict=True) if t.requires_grad])
 
 
+@pytest.mark.parametrize("phases", ["1", "0"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_dilated_backward_as_phase_rows(device, monkeypatch, dtype, phases):
+    """The backward of dilated separable convolutions, whose depthwise parts (h recomputed, dx and
+    the depthwise weight gradients) the CUDA kernels run as phase rows (SEPCONV1D_DW_PHASES=1 for
+    every K, =0 never), in batch chunks (SEPCONV1D_BWD_CHUNK_MIB=1) and not: QuartzNet's last
+    block (K 87, dilation 2) at a smaller size, SNAC's dilation 9 with an unaligned row length,
+    pad_left not a multiple of d."""
+    if device != "cuda":
+        pytest.skip("SEPCONV1D_DW_PHASES is read by the CUDA kernels")
+    monkeypatch.setenv("SEPCONV1D_DW_PHASES", phases)
+    torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py
+    tol = TF32_TOLERANCE if dtype == torch.float32 else tolerance_for(dtype)
+    cases = [(3, 40, 33, 87, 835, 2, (86, 86), "64"), (2, 24, 24, 7, 3001, 9, (27, 27), "1"),
+             (5, 96, 40, 31, 1000, 3, (50, 40), "1")]
+    for batch, cin, cout, k, length, d, pads, chunk_mib in cases:
+        monkeypatch.setenv("SEPCONV1D_BWD_CHUNK_MIB", chunk_mib)
+        x = make_activation(batch, cin, length, dtype, device).requires_grad_(True)
+        dw, dwb, pw, pwb = _weights(cin, cout, k, dtype, device, True, True)
+        inputs = [x, dw, dwb, pw, pwb]
+        for t in inputs[1:]:
+            t.requires_grad_(True)
+        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding=pads, dilation=d)
+        grad_out = make_activation(batch, cout, out.shape[2], dtype, device)
+        poison_allocator(device, 4 * x.numel() * x.element_size())
+        grads = torch.autograd.grad(out, inputs, grad_out)
+        _check_grads(inputs, grads, grad_out, 1, pads, d, lambda t: tol,
+                     f"K={k} d={d} L={length} pads={pads} chunks<{chunk_mib}MiB phases={phases} {dtype}")
+
+
 # (batch, Cin, Cout, L) whose d pw products are a few cuBLAS tiles against a long reduction over
 # (batch, position), which the CUDA backward cuts into slices of its own (a shorter last slice in
 # each): per-batch products (B 2, and B 1), and one product over h as (Ce, B, L) for short rows

@@ -39,6 +39,35 @@ struct ConvGeometry {
   int64_t dilation = 1;
 };
 
+// A stride-1 convolution of dilation d is d convolutions of dilation 1, one per phase p of the
+// output (positions t = d*s + p). With pad_left = d*q + r (0 <= r < d), output t reads x at
+// d*(s + k - q) + p - r, so phase p is a dilation-1 convolution with pad_left q over the phase row
+// X_p[m] = x[d*m + p - r] (zero outside x). The phase rows hold every element of x once: element
+// i in row (i + r) % d at position (i + r) / d. The CUDA depthwise kernels run dilated problems
+// this way where it pays (cuda/depthwise_phases.cuh), as d*B rows of the dilation-1 problem `inner`.
+struct PhaseSplit {
+  int64_t phases = 1;  // d
+  int64_t shift = 0;   // r
+  ConvGeometry inner;  // batch d*B (phase-major), rows of ceil((L + r) / d), ceil(Lo / d) outputs
+};
+
+inline PhaseSplit phase_split(const ConvGeometry& g) {
+  PhaseSplit s;
+  const int64_t d = g.dilation;
+  s.phases = d;
+  s.shift = g.pad_left % d;
+  s.inner = g;
+  s.inner.batch = g.batch * d;
+  s.inner.length = (g.length + s.shift + d - 1) / d;
+  s.inner.out_length = (g.out_length + d - 1) / d;
+  s.inner.pad_left = g.pad_left / d;
+  s.inner.dilation = 1;
+  // The right padding that gives out_length (negative where a row's last positions feed no
+  // output; the kernels take the lengths, not pad_right).
+  s.inner.pad_right = s.inner.out_length + g.kernel_size - 1 - s.inner.length - s.inner.pad_left;
+  return s;
+}
+
 // Strides of a (B, C, L) tensor, in elements.
 struct Strides3 {
   int64_t b, c, l;

@@ -7,6 +7,7 @@
 #include "common/conv_params.h"
 #include "common/dispatch.h"
 #include "cuda/cuda_utils.cuh"
+#include "cuda/depthwise_phases.cuh"
 
 #define DW_HOST_CHECK(cond, msg) STD_TORCH_CHECK((cond), msg)
 #define DW_CHECK_LAUNCH(name) ::sepconv1d::cuda::check_launch(name)
@@ -17,7 +18,10 @@
 #include <torch/csrc/stable/tensor.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
 #include <optional>
 #include <tuple>
 
@@ -55,13 +59,67 @@ dwk::DevInfo device_info(int device) {
 
 }  // namespace
 
-void depthwise_forward_view(const StridedView& x, const Tensor& weight,
-                            const std::optional<Tensor>& bias, const ConvGeometry& g,
-                            const StridedView& y) {
-  if (y.numel() == 0) return;
-  const Tensor w = contiguous_if_needed(weight);
-  std::optional<Tensor> b;
-  if (bias.has_value()) b = contiguous_if_needed(*bias);
+namespace {
+
+// Whether a problem runs as its phase rows (depthwise_phases.cuh): stride 1, dilation > 1, every
+// activation view with unit stride along L, rows below 2^31 positions, and where it measured
+// faster than the tile kernels' general path (H200, B32 x 512 x 835 and others, device time;
+// csrc/NOTES.md, thirty-eighth session). The copies (x and y; or dy, x and dx) cost the same at
+// any K, while the general path costs grow with K:
+//   forward, half types from K 48 (K 87 1.49x, K 63 1.22x, K 31 0.87x); float32 never (the
+//     run-time-K kernel over the phase rows plus the copies lose even at K 87, 0.89x);
+//   backward, half types at any K (K 3 1.06x ... K 87 4.8x); float32 from K 24 (K 31 1.24x,
+//     K 87 1.67x) and at the compiled K 5 and 9 (1.15-1.42x), not at run-time K 7 and 15 or K 3
+//     (0.81-1.02x).
+// SEPCONV1D_DW_PHASES (read per call: comparisons, tests): "0" never, "1" wherever the first
+// conditions hold.
+bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
+                std::initializer_list<const StridedView*> views) {
+  if (g.stride != 1 || g.dilation <= 1 || g.kernel_size <= 1) return false;
+  if (g.length + g.dilation >= INT_MAX || g.out_length + g.dilation >= INT_MAX) return false;
+  for (const StridedView* v : views) {
+    if (v != nullptr && v->stride[2] != 1) return false;
+  }
+  const char* env = std::getenv("SEPCONV1D_DW_PHASES");
+  if (env != nullptr && *env != '\0') return std::atoi(env) != 0;
+  const int64_t k = g.kernel_size;
+  if (is_half_type(dtype)) return backward || k >= 48;
+  return backward && (k >= 24 || k == 5 || k == 9);
+}
+
+// Phase-row buffers of one call: (d*B, C, len) views of `like`'s dtype in one allocation, each row
+// padded to 16 bytes so that the kernels see aligned rows.
+class PhaseRows {
+ public:
+  PhaseRows(const StridedView& like, const ConvGeometry& inner, std::initializer_list<int64_t> lens)
+      : like_(like), inner_(inner) {
+    const int64_t e = dtype_bytes(like.dtype);
+    const int64_t per = 16 / e;
+    int64_t total = 0;
+    for (int64_t len : lens) total += inner.batch * inner.channels * ((len + per - 1) / per * per);
+    buf_ = device_bytes(like.device, std::max<int64_t>(total, 1) * e);
+  }
+  // The next view, of length len (in the order of the constructor's lens).
+  StridedView next(int64_t len) {
+    const int64_t per = 16 / dtype_bytes(like_.dtype);
+    const int64_t pitch = (len + per - 1) / per * per;
+    StridedView v = like_;
+    v.ptr = static_cast<char*>(buf_.mutable_data_ptr()) + used_ * dtype_bytes(like_.dtype);
+    v.size = {inner_.batch, inner_.channels, len};
+    v.stride = {inner_.channels * pitch, pitch, 1};
+    used_ += inner_.batch * inner_.channels * pitch;
+    return v;
+  }
+
+ private:
+  StridedView like_;
+  ConvGeometry inner_;
+  Tensor buf_;
+  int64_t used_ = 0;
+};
+
+void forward_plain(const StridedView& x, const Tensor& w, const std::optional<Tensor>& b,
+                   const ConvGeometry& g, const StridedView& y) {
   const cudaStream_t stream = current_stream(x.device);
   const dwk::DevInfo dev = device_info(x.device);
   const dwk::Problem pr = problem_of(g);
@@ -73,6 +131,28 @@ void depthwise_forward_view(const StridedView& x, const Tensor& weight,
     dwk::forward<T, W>(pr, static_cast<const T*>(x.ptr), desc_of(x), wp, bp,
                        static_cast<T*>(y.ptr), desc_of(y), stream, dev);
   });
+}
+
+}  // namespace
+
+void depthwise_forward_view(const StridedView& x, const Tensor& weight,
+                            const std::optional<Tensor>& bias, const ConvGeometry& g,
+                            const StridedView& y) {
+  if (y.numel() == 0) return;
+  const Tensor w = contiguous_if_needed(weight);
+  std::optional<Tensor> b;
+  if (bias.has_value()) b = contiguous_if_needed(*bias);
+  if (use_phases(g, x.dtype, false, {&x, &y})) {
+    const PhaseSplit ps = phase_split(g);
+    PhaseRows rows(x, ps.inner, {ps.inner.length, ps.inner.out_length});
+    const StridedView xp = rows.next(ps.inner.length), yp = rows.next(ps.inner.out_length);
+    const cudaStream_t stream = current_stream(x.device);
+    phase_copy(true, x, xp, ps.phases, ps.shift, stream);
+    forward_plain(xp, w, b, ps.inner, yp);
+    phase_copy(false, y, yp, ps.phases, 0, stream);
+    return;
+  }
+  forward_plain(x, w, b, g, y);
 }
 
 void depthwise_forward_into(const Tensor& x, const Tensor& weight,
@@ -128,7 +208,7 @@ dwk::RedRuns<A> runs_of(const DepthwisePartials& partials) {
 
 // The depthwise backward over views; defer: append the weight-gradient partial sums to `partials`
 // instead of reducing them here (then `partials` also provides their memory).
-void backward_view(const StridedView& dy, const StridedView& x, const Tensor& weight,
+void backward_plain(const StridedView& dy, const StridedView& x, const Tensor& weight,
                    const ConvGeometry& g, const StridedView* dx, Tensor* dw, Tensor* db,
                    DepthwisePartials* partials) {
   const Tensor w = contiguous_if_needed(weight);
@@ -176,6 +256,29 @@ void backward_view(const StridedView& dy, const StridedView& x, const Tensor& we
       partials->runs = runs.n;
     }
   });
+}
+
+// backward_plain, or the same over the phase rows of a dilated problem (use_phases): dy (zero
+// past each phase's outputs) and, where dw is wanted, x gathered; dx scattered back. The phase
+// rows' d*B batches sum into dw and db as the batches do.
+void backward_view(const StridedView& dy, const StridedView& x, const Tensor& weight,
+                   const ConvGeometry& g, const StridedView* dx, Tensor* dw, Tensor* db,
+                   DepthwisePartials* partials) {
+  if (!use_phases(g, x.dtype, true, {&dy, &x, dx})) {
+    backward_plain(dy, x, weight, g, dx, dw, db, partials);
+    return;
+  }
+  const PhaseSplit ps = phase_split(g);
+  const int64_t lx = ps.inner.length, ly = ps.inner.out_length;
+  PhaseRows rows(x, ps.inner, {ly, lx, dx ? lx : 0});
+  const StridedView dyp = rows.next(ly), xp = rows.next(lx);
+  const cudaStream_t stream = current_stream(x.device);
+  phase_copy(true, dy, dyp, ps.phases, 0, stream);
+  if (dw != nullptr) phase_copy(true, x, xp, ps.phases, ps.shift, stream);
+  std::optional<StridedView> dxp;
+  if (dx != nullptr) dxp = rows.next(lx);
+  backward_plain(dyp, xp, weight, ps.inner, dxp ? &*dxp : nullptr, dw, db, partials);
+  if (dx != nullptr) phase_copy(false, *dx, *dxp, ps.phases, ps.shift, stream);
 }
 
 }  // namespace
