@@ -1,18 +1,22 @@
 """A/B of dilated depthwise problems run as phase rows (SEPCONV1D_DW_PHASES=1) or on the tile
-kernels' general path ("0"), in one process, by device time; then the separable training steps of
-the dilated model shapes with the library's own choice against "0".
+kernels' general path ("0"), in one process, by device time; the fused separable forward over
+phase rows (SEPCONV1D_SEP_PHASES=1) against the dilated fused kernel ("0"); then the separable
+training steps of the dilated model shapes with the library's own choice against
+SEPCONV1D_DW_PHASES=0.
 
 Each time is the median of three batches of calls on three rotating input sets, queued behind a
 long `torch.cuda._sleep`, so host overhead does not enter. Correctness is the test suite's job
 (test_dilated_kernels_as_phase_rows, test_dilated_backward_as_phase_rows).
 
-    python3 -P scripts/depthwise_phases_ab.py     # JSON to $OUT/depthwise_phases_ab.json (default /tmp)
+    python3 -P scripts/depthwise_phases_ab.py [depthwise] [fused] [steps]   # default: all three
+    # JSON to $OUT/depthwise_phases_ab.json (default /tmp)
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 
 import torch
 
@@ -37,15 +41,15 @@ def device_time_us(fn, calls: int = 20) -> float:
     return sorted(times)[1]
 
 
-def with_phases(value: str | None, fn):
+def with_phases(value: str | None, fn, var: str = "SEPCONV1D_DW_PHASES"):
     if value is None:
-        os.environ.pop("SEPCONV1D_DW_PHASES", None)
+        os.environ.pop(var, None)
     else:
-        os.environ["SEPCONV1D_DW_PHASES"] = value
+        os.environ[var] = value
     try:
         return device_time_us(fn)
     finally:
-        os.environ.pop("SEPCONV1D_DW_PHASES", None)
+        os.environ.pop(var, None)
 
 
 # (name, B, C, L, K, dilation)
@@ -65,6 +69,18 @@ DEPTHWISE = [
 ]
 
 # (name, B, Cin, Cout, L, K, dilation, dtype)
+FUSED_FORWARD = [
+    ("QuartzNet-last TF32", 32, 512, 512, 835, 87, 2, torch.float32),
+    ("QuartzNet-last fp16", 32, 512, 512, 835, 87, 2, torch.float16),
+    ("QuartzNet-last bf16", 32, 512, 512, 835, 87, 2, torch.bfloat16),
+    ("K31 d2 TF32", 32, 512, 512, 835, 31, 2, torch.float32),
+    ("K31 d2 bf16", 32, 512, 512, 835, 31, 2, torch.bfloat16),
+    ("K9 d2 bf16", 32, 512, 512, 835, 9, 2, torch.bfloat16),
+    ("K9 d2 TF32", 32, 512, 512, 835, 9, 2, torch.float32),
+    ("SNAC TF32", 4, 96, 96, 88200, 7, 9, torch.float32),
+    ("K15 d4 bf16 L4096", 8, 256, 512, 4096, 15, 4, torch.bfloat16),
+]
+
 SEPARABLE = [
     ("QuartzNet-last TF32", 32, 512, 512, 835, 87, 2, torch.float32),
     ("QuartzNet-last fp16", 32, 512, 512, 835, 87, 2, torch.float16),
@@ -112,14 +128,37 @@ def time_separable(name, b, cin, cout, length, k, d, dtype) -> dict:
     return row
 
 
+def time_fused_forward(name, b, cin, cout, length, k, d, dtype) -> dict:
+    pad = (k - 1) * d // 2
+    xs = [torch.randn(b, cin, length, device="cuda", dtype=dtype) for _ in range(3)]
+    dw = torch.randn(cin, k, device="cuda", dtype=dtype) / k**0.5
+    dwb = torch.randn(cin, device="cuda", dtype=dtype)
+    pw = torch.randn(cout, cin, device="cuda", dtype=dtype) / cin**0.5
+    pwb = torch.randn(cout, device="cuda", dtype=dtype)
+    tf32 = dtype == torch.float32
+
+    def fwd(i):
+        return ops.separable_conv1d(xs[i], dw, dwb, pw, pwb, 1, pad, pad, d, tf32)
+
+    row = {"case": name, "phases": with_phases("1", fwd, "SEPCONV1D_SEP_PHASES"),
+           "dilated": with_phases("0", fwd, "SEPCONV1D_SEP_PHASES")}
+    row["gain"] = row["dilated"] / row["phases"]
+    print(f"{name:22s} fused forward: phases {row['phases']:8.1f} us, dilated kernel {row['dilated']:8.1f} us"
+          f" ({row['gain']:.2f}x)", flush=True)
+    return row
+
+
 def main() -> None:
     torch.backends.cudnn.allow_tf32 = True
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
-               "depthwise": [], "separable": []}
-    for dtype in (torch.float32, torch.bfloat16):
+               "depthwise": [], "fused_forward": [], "separable": []}
+    parts = set(sys.argv[1:]) or {"depthwise", "fused", "steps"}
+    for dtype in (torch.float32, torch.bfloat16) if "depthwise" in parts else ():
         for case in DEPTHWISE:
             results["depthwise"].append(time_depthwise(*case, dtype))
-    for case in SEPARABLE:
+    for case in FUSED_FORWARD if "fused" in parts else ():
+        results["fused_forward"].append(time_fused_forward(*case))
+    for case in SEPARABLE if "steps" in parts else ():
         results["separable"].append(time_separable(*case))
     out = os.path.join(os.environ.get("OUT", "/tmp"), "depthwise_phases_ab.json")
     with open(out, "w") as f:

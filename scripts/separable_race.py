@@ -6,9 +6,10 @@ form (two with the tensor-core depthwise), and the backward in batch chunks, for
     compute-sanitizer --tool racecheck python3 -P scripts/separable_race.py
 
 sepconv1d's kernels report no hazards. The backward's GEMMs run on cuBLAS, and racecheck reports
-shared-memory hazards inside cuBLAS's own nvjet kernels (H200, CUDA 13.0: 4, in the split-K and
-TNT GEMM kernels); they are NVIDIA's library code, the same kernels torch.matmul runs. Excluding
-them (--kernel-name-exclude kns=nvjet) makes their launches fail under the tool.
+shared-memory hazards inside cuBLAS's own nvjet kernels (H200, CUDA 13.0: 4 or 5, by which GEMM
+kernels cuBLAS picks: split-K, TNT, NTN); they are NVIDIA's library code, the same kernels
+torch.matmul runs. Excluding them (--kernel-name-exclude kns=nvjet) makes their launches fail
+under the tool. The dilated K 87 forward runs on the dilated kernel and over phase rows.
 """
 
 from __future__ import annotations
@@ -58,15 +59,19 @@ def main() -> None:
               tuple(y.shape))
     del os.environ["SEPCONV1D_WS_CM"]
     # The chunk-major form (the h ring of an item does not fit): Cin 1024, and Cin 520 with a long
-    # dilated window; 3 Cout tiles, so one block has 2 passes side by side and another 1.
-    for dtype, cin, k, dilation in ((torch.float32, 1024, 11, 1), (torch.float32, 520, 87, 2),
-                                    (torch.bfloat16, 1024, 11, 1)):
+    # dilated window (the dilated kernel: SEPCONV1D_SEP_PHASES=0); 3 Cout tiles, so one block has 2
+    # passes side by side and another 1. Then K 87 dilation 2 over phase rows (the default there).
+    for dtype, cin, k, dilation, phases in ((torch.float32, 1024, 11, 1, "0"), (torch.float32, 520, 87, 2, "0"),
+                                            (torch.bfloat16, 1024, 11, 1, "0"), (torch.float32, 520, 87, 2, ""),
+                                            (torch.bfloat16, 520, 87, 2, "")):
+        os.environ["SEPCONV1D_SEP_PHASES"] = phases
         x = torch.randn(4, cin, 250, device="cuda", dtype=dtype)
         dw = torch.randn(cin, 1, k, device="cuda", dtype=dtype)
         pw = torch.randn(300, cin, 1, device="cuda", dtype=dtype)
         y = sepconv1d.separable_conv1d(x, dw, pw, padding="same", dilation=dilation)
         torch.cuda.synchronize()
-        print(dtype, f"Cin {cin} K {k} dilation {dilation}", tuple(y.shape))
+        print(dtype, f"Cin {cin} K {k} dilation {dilation}", "phase rows" if phases == "" else "", tuple(y.shape))
+    del os.environ["SEPCONV1D_SEP_PHASES"]
 
     # The backward in batch chunks (forced by a 4 MiB threshold), channel-first and channel-last: the
     # depthwise backward per chunk and the one ordered reduction of the chunks' weight-gradient

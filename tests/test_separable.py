@@ -240,6 +240,7 @@ def test_tf32_forward_kernels_match_reference(device, monkeypatch, kernel_choice
     torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py
     for name, value in KERNEL_CHOICES[kernel_choice].items():
         monkeypatch.setenv(name, value)
+    monkeypatch.setenv("SEPCONV1D_SEP_PHASES", "0")  # K 87 dilation 2 on the dilated kernels
     cases = [(100, 257, 9, 1031, 1, 1, "contiguous"), (256, 512, 31, 700, 1, 1, "channels_last"),
              (200, 300, 5, 4100, 1, 2, "channels_last"), (1030, 260, 11, 301, 1, 1, "contiguous"),
              (256, 640, 5, 3001, 2, 1, "contiguous"), (512, 1536, 7, 517, 1, 1, "contiguous"),
@@ -555,6 +556,31 @@ def test_dilated_backward_as_phase_rows(device, monkeypatch, dtype, phases):
         grads = torch.autograd.grad(out, inputs, grad_out)
         _check_grads(inputs, grads, grad_out, 1, pads, d, lambda t: tol,
                      f"K={k} d={d} L={length} pads={pads} chunks<{chunk_mib}MiB phases={phases} {dtype}")
+
+
+@pytest.mark.parametrize("phases", ["1", "0"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_dilated_forward_as_phase_rows(device, monkeypatch, dtype, phases):
+    """The fused forward of dilated problems over the phase rows of x (SEPCONV1D_SEP_PHASES=1: x
+    gathered, the fused kernel at dilation 1, its output scattered; =0: the dilated kernels)
+    against float64: pad_left below, at and above multiples of d, odd Cin / Cout, an unaligned x
+    (sliced one element in), rows shorter than d."""
+    if device != "cuda":
+        pytest.skip("SEPCONV1D_SEP_PHASES is read by the CUDA kernels")
+    monkeypatch.setenv("SEPCONV1D_SEP_PHASES", phases)
+    torch.backends.cudnn.allow_tf32 = True  # restored by the autouse fixture in conftest.py
+    tol = TF32_TOLERANCE if dtype == torch.float32 else tolerance_for(dtype)
+    cases = [(3, 40, 33, 87, 835, 2, (86, 86), False), (2, 24, 24, 7, 3001, 9, (27, 27), True),
+             (5, 100, 257, 31, 1000, 3, (50, 40), False), (2, 3, 5, 4, 3, 5, (8, 7), False),
+             (4, 64, 128, 9, 4096, 4, (13, 19), True)]
+    for batch, cin, cout, k, length, d, pads, sliced in cases:
+        x = make_activation(batch, cin, length + sliced, dtype, device)
+        x = x[..., 1:] if sliced else x
+        dw, dwb, pw, pwb = _weights(cin, cout, k, dtype, device, True, True)
+        ref = unfolded_separable(x, dw, dwb, pw, pwb, 1, *pads, d)
+        poison_allocator(device, 4 * x.numel() * x.element_size())
+        out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding=pads, dilation=d)
+        assert_close_to_reference(out, ref, tol, f"K={k} d={d} L={length} pads={pads} sliced={sliced} {dtype}")
 
 
 # (batch, Cin, Cout, L) whose d pw products are a few cuBLAS tiles against a long reduction over

@@ -7,6 +7,7 @@
 #include "cuda/cublas_gemm.h"
 #include "cuda/cuda_utils.cuh"
 #include "cuda/depthwise_cuda.h"
+#include "cuda/depthwise_phases.cuh"
 #include "cuda/separable_plan.cuh"
 #include "cuda/smem_opt_in.cuh"
 #include "cuda/strided_rows.cuh"
@@ -467,6 +468,44 @@ void separable_forward_into(const Tensor& xk, const Tensor& dw, const std::optio
                   "sepconv1d: separable_conv1d pointwise launch does not fit in shared memory");
 }
 
+// Whether the fused forward of a dilated, stride-1 problem runs over the phase rows of x (as the
+// depthwise kernels do, depthwise_phases.cuh): x gathered into (d*B, Cin, ceil((L + r) / d)) rows
+// of 16-byte pitch, the fused kernel at dilation 1, its (d*B, Cout, ceil(Lo / d)) output scattered
+// into y. The copies cost the same at any K; the dilated kernel's depthwise part grows with K
+// (H200, device time, phases / dilated kernel: B32 512 -> 512 L835 K87 d2 TF32 386 / 451 us,
+// fp16 228 / 343, bf16 229 / 341; K31 d2 TF32 292 / 282, bf16 167 / 198; K9 d2 bf16 152 / 138,
+// TF32 261 / 219; SNAC's K7 d9 TF32 501 / 340; csrc/NOTES.md, thirty-eighth session). So: half
+// types from K 24, float32 on TF32 from K 48; channel-first only; strict float32 and float64 (not
+// measured) keep the dilated kernel. SEPCONV1D_SEP_PHASES (read per call: comparisons, tests):
+// "0" never, "1" wherever it applies.
+bool forward_as_phases(const ConvGeometry& g, const Tensor& xk, const Tensor& y, bool allow_tf32) {
+  if (g.stride != 1 || g.dilation <= 1 || g.kernel_size <= 1) return false;
+  if (xk.stride(2) != 1 || y.stride(2) != 1) return false;
+  if (g.length + g.dilation >= (int64_t{1} << 30) || g.out_length + g.dilation >= (int64_t{1} << 30)) return false;
+  const char* env = std::getenv("SEPCONV1D_SEP_PHASES");
+  if (env != nullptr && *env != '\0') return std::atoi(env) != 0;
+  const ScalarType xt = xk.scalar_type();
+  if (is_half_type(xt)) return g.kernel_size >= 24;
+  return xt == ScalarType::Float && allow_tf32 && g.kernel_size >= 48;
+}
+
+void separable_forward_phases(const Tensor& xk, const Tensor& dw, const std::optional<Tensor>& dw_bias,
+                              const Tensor& pw, const std::optional<Tensor>& pw_bias,
+                              const ConvGeometry& g, bool allow_tf32, Tensor& y) {
+  const PhaseSplit ps = phase_split(g);
+  const int64_t per = 16 / static_cast<int64_t>(xk.element_size());  // 16-byte row pitch
+  const int64_t pitch = (ps.inner.length + per - 1) / per * per;
+  Tensor xbuf =
+      torch::stable::empty({ps.inner.batch, g.channels, pitch}, xk.scalar_type(), std::nullopt, xk.device());
+  const Tensor xp = torch::stable::narrow(xbuf, 2, 0, ps.inner.length);
+  Tensor yp = torch::stable::empty({ps.inner.batch, g.out_channels, ps.inner.out_length}, y.scalar_type(),
+                                   std::nullopt, xk.device());
+  const cudaStream_t stream = current_stream(xk);
+  phase_copy(true, StridedView::of(xk), StridedView::of(xp), ps.phases, ps.shift, stream);
+  separable_forward_into(xp, dw, dw_bias, pw, pw_bias, ps.inner, allow_tf32, yp);
+  phase_copy(false, StridedView::of(y), StridedView::of(yp), ps.phases, 0, stream);
+}
+
 // Every size the kernels hold in 32-bit integers (positions inside a tile, channel indices, the
 // window arithmetic) stays far from overflow; element offsets into tensors are 64-bit.
 void check_sizes(const ConvGeometry& g) {
@@ -501,7 +540,11 @@ Tensor separable_conv1d_cuda(const Tensor& x, const Tensor& dw_weight,
   const Tensor pw = contiguous_if_needed(flat_pointwise_weight(pw_weight));
   const std::optional<Tensor> dwb = contiguous_opt(dw_bias);
   const std::optional<Tensor> pwb = contiguous_opt(pw_bias);
-  separable_forward_into(xk, dw, dwb, pw, pwb, g, allow_tf32, y);
+  if (forward_as_phases(g, xk, y, allow_tf32)) {
+    separable_forward_phases(xk, dw, dwb, pw, pwb, g, allow_tf32, y);
+  } else {
+    separable_forward_into(xk, dw, dwb, pw, pwb, g, allow_tf32, y);
+  }
   return y;
 }
 
