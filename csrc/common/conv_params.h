@@ -51,6 +51,14 @@ struct PhaseSplit {
   ConvGeometry inner;  // batch d*B (phase-major), rows of ceil((L + r) / d), ceil(Lo / d) outputs
 };
 
+// Whether a problem can run as phase rows at all: stride 1, dilation > 1, more than one tap, and
+// rows short enough for the copies' 32-bit positions.
+inline bool phase_split_applies(const ConvGeometry& g) {
+  constexpr int64_t kMaxRow = int64_t{1} << 30;
+  return g.stride == 1 && g.dilation > 1 && g.kernel_size > 1 && g.length + g.dilation < kMaxRow &&
+         g.out_length + g.dilation < kMaxRow;
+}
+
 inline PhaseSplit phase_split(const ConvGeometry& g) {
   PhaseSplit s;
   const int64_t d = g.dilation;

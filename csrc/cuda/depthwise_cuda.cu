@@ -18,7 +18,6 @@
 #include <torch/csrc/stable/tensor.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
@@ -61,8 +60,8 @@ dwk::DevInfo device_info(int device) {
 
 namespace {
 
-// Whether a problem runs as its phase rows (depthwise_phases.cuh): stride 1, dilation > 1, every
-// activation view with unit stride along L, rows below 2^31 positions, and where it measured
+// Whether a problem runs as its phase rows (depthwise_phases.cuh): where phase_split_applies, every
+// activation view with unit stride along L, and where it measured
 // faster than the tile kernels' general path (H200, B32 x 512 x 835 and others, device time;
 // csrc/NOTES.md, thirty-eighth session). The copies (x and y; or dy, x and dx) cost the same at
 // any K, while the general path costs grow with K:
@@ -75,8 +74,7 @@ namespace {
 // conditions hold.
 bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
                 std::initializer_list<const StridedView*> views) {
-  if (g.stride != 1 || g.dilation <= 1 || g.kernel_size <= 1) return false;
-  if (g.length + g.dilation >= INT_MAX || g.out_length + g.dilation >= INT_MAX) return false;
+  if (!phase_split_applies(g)) return false;
   for (const StridedView* v : views) {
     if (v != nullptr && v->stride[2] != 1) return false;
   }
@@ -87,22 +85,20 @@ bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
   return backward && (k >= 24 || k == 5 || k == 9);
 }
 
-// Phase-row buffers of one call: (d*B, C, len) views of `like`'s dtype in one allocation, each row
-// padded to 16 bytes so that the kernels see aligned rows.
+// Phase-row buffers of one call: (d*B, C, len) views of `like`'s dtype in one allocation, rows at
+// phase_row_pitch.
 class PhaseRows {
  public:
   PhaseRows(const StridedView& like, const ConvGeometry& inner, std::initializer_list<int64_t> lens)
       : like_(like), inner_(inner) {
     const int64_t e = dtype_bytes(like.dtype);
-    const int64_t per = 16 / e;
     int64_t total = 0;
-    for (int64_t len : lens) total += inner.batch * inner.channels * ((len + per - 1) / per * per);
+    for (int64_t len : lens) total += inner.batch * inner.channels * phase_row_pitch(len, e);
     buf_ = device_bytes(like.device, std::max<int64_t>(total, 1) * e);
   }
   // The next view, of length len (in the order of the constructor's lens).
   StridedView next(int64_t len) {
-    const int64_t per = 16 / dtype_bytes(like_.dtype);
-    const int64_t pitch = (len + per - 1) / per * per;
+    const int64_t pitch = phase_row_pitch(len, dtype_bytes(like_.dtype));
     StridedView v = like_;
     v.ptr = static_cast<char*>(buf_.mutable_data_ptr()) + used_ * dtype_bytes(like_.dtype);
     v.size = {inner_.batch, inner_.channels, len};

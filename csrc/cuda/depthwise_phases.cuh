@@ -7,7 +7,7 @@
 // The copies are dtype-blind (elements moved as 2-, 4- or 8-byte words). A block walks one row's
 // chunk of kPhaseChunk positions: the gather reads the activation d elements apart once per phase
 // (the other phases' loads hit L1) and writes each phase row contiguously; the scatter writes the
-// activation contiguously and reads d phase rows. Row lengths are below 2^31 (use_phases checks),
+// activation contiguously and reads d phase rows. Row lengths are below 2^30 (phase_split_applies),
 // so positions are 32-bit; row offsets are 64-bit.
 #pragma once
 
@@ -89,6 +89,12 @@ __global__ void __launch_bounds__(kPhaseThreads) phase_scatter_kernel(const Phas
       if (i < a.n) dst[i] = v[k];
     }
   }
+}
+
+// Phase rows' pitch in elements: len rounded up to 16 bytes, so the kernels see aligned rows.
+inline int64_t phase_row_pitch(int64_t len, int64_t elem_bytes) {
+  const int64_t per = 16 / elem_bytes;
+  return (len + per - 1) / per * per;
 }
 
 // Gather (act -> ph) or scatter (ph -> act). act: (B, C, n) with unit stride along L; ph: (d*B, C,

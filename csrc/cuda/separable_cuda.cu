@@ -479,9 +479,7 @@ void separable_forward_into(const Tensor& xk, const Tensor& dw, const std::optio
 // measured) keep the dilated kernel. SEPCONV1D_SEP_PHASES (read per call: comparisons, tests):
 // "0" never, "1" wherever it applies.
 bool forward_as_phases(const ConvGeometry& g, const Tensor& xk, const Tensor& y, bool allow_tf32) {
-  if (g.stride != 1 || g.dilation <= 1 || g.kernel_size <= 1) return false;
-  if (xk.stride(2) != 1 || y.stride(2) != 1) return false;
-  if (g.length + g.dilation >= (int64_t{1} << 30) || g.out_length + g.dilation >= (int64_t{1} << 30)) return false;
+  if (!phase_split_applies(g) || xk.stride(2) != 1 || y.stride(2) != 1) return false;
   const char* env = std::getenv("SEPCONV1D_SEP_PHASES");
   if (env != nullptr && *env != '\0') return std::atoi(env) != 0;
   const ScalarType xt = xk.scalar_type();
@@ -493,8 +491,7 @@ void separable_forward_phases(const Tensor& xk, const Tensor& dw, const std::opt
                               const Tensor& pw, const std::optional<Tensor>& pw_bias,
                               const ConvGeometry& g, bool allow_tf32, Tensor& y) {
   const PhaseSplit ps = phase_split(g);
-  const int64_t per = 16 / static_cast<int64_t>(xk.element_size());  // 16-byte row pitch
-  const int64_t pitch = (ps.inner.length + per - 1) / per * per;
+  const int64_t pitch = phase_row_pitch(ps.inner.length, static_cast<int64_t>(xk.element_size()));
   Tensor xbuf =
       torch::stable::empty({ps.inner.batch, g.channels, pitch}, xk.scalar_type(), std::nullopt, xk.device());
   const Tensor xp = torch::stable::narrow(xbuf, 2, 0, ps.inner.length);
