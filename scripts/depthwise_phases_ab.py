@@ -22,34 +22,14 @@ import torch
 
 import sepconv1d
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _device_timing import with_env  # noqa: E402
+
 ops = torch.ops.sepconv1d
 
 
-def device_time_us(fn, calls: int = 20) -> float:
-    fn(0)
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(3):
-        torch.cuda._sleep(int(2e8))  # the calls below queue behind it: device time only
-        start.record()
-        for i in range(calls):
-            fn(i % 3)
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / calls * 1000.0)
-    return sorted(times)[1]
-
-
 def with_phases(value: str | None, fn, var: str = "SEPCONV1D_DW_PHASES"):
-    if value is None:
-        os.environ.pop(var, None)
-    else:
-        os.environ[var] = value
-    try:
-        return device_time_us(fn)
-    finally:
-        os.environ.pop(var, None)
+    return with_env(var, value, fn)
 
 
 # (name, B, C, L, K, dilation)

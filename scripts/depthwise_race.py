@@ -3,7 +3,9 @@ dw_bwd_cf_tc_kernel) for compute-sanitizer: half types with the compiled kernel 
 9) on rows that are not 16-byte aligned, which take those kernels since the thirty-seventh session,
 and a run-time K beside them; bf16 and float32 weights; 'same', causal and asymmetric pads. Then
 dilated problems as phase rows (depthwise_phases.cuh: the gather, the dilation-1 kernels, the
-scatter; SEPCONV1D_DW_PHASES=1 for every K), in half types and float32:
+scatter; SEPCONV1D_DW_PHASES=1 for every K), in half types and float32. Last, the short-row
+kernels (depthwise_rows.cuh, SEPCONV1D_DW_ROWS=1): every padded tap count, rows of one element up
+to 2048, unaligned and batch-strided views, every subset of the gradients, float32 and half types:
 
     compute-sanitizer --tool racecheck python3 -P scripts/depthwise_race.py
 """
@@ -18,6 +20,7 @@ import sepconv1d
 
 
 def main() -> None:
+    os.environ["SEPCONV1D_DW_ROWS"] = "0"  # the short rows below would take the rows kernels
     for dtype, wdtype in ((torch.bfloat16, torch.bfloat16), (torch.float16, torch.float16),
                           (torch.bfloat16, torch.float32)):
         # Row lengths: odd (2-byte rows), 4-byte and 8-byte aligned, short and long.
@@ -37,6 +40,22 @@ def main() -> None:
             b = torch.randn(24, device="cuda", dtype=dtype, requires_grad=True)
             y = sepconv1d.depthwise_conv1d(x, w, b, padding=padding, dilation=d)
             torch.autograd.grad(y, (x, w, b), torch.randn_like(y))
+    os.environ.pop("SEPCONV1D_DW_PHASES")
+    os.environ["SEPCONV1D_DW_ROWS"] = "1"
+    for dtype, wdtype in ((torch.float32, torch.float32), (torch.bfloat16, torch.float32),
+                          (torch.float16, torch.float16)):
+        for i, (length, k, padding) in enumerate(((210, 9, (8, 0)), (1, 3, (1, 1)), (13, 2, (0, 1)),
+                                                  (250, 11, "same"), (500, 31, (15, 15)), (2048, 32, (0, 31)),
+                                                  (77, 17, (16, 3)), (2047, 5, "same"))):
+            x = torch.randn(10, 24, length + 1, device="cuda", dtype=dtype)
+            x = (x[..., 1:] if i % 2 else x[::2, :, :length]).requires_grad_(True)
+            w = torch.randn(24, k, device="cuda", dtype=wdtype, requires_grad=True)
+            b = torch.randn(24, device="cuda", dtype=wdtype, requires_grad=True)
+            y = sepconv1d.depthwise_conv1d(x, w, b, padding=padding)
+            dy = torch.randn_like(y)
+            torch.autograd.grad(y, (x, w, b), dy)
+            torch.autograd.grad(sepconv1d.depthwise_conv1d(x, w.detach(), None, padding=padding), (x,), dy)
+            torch.autograd.grad(sepconv1d.depthwise_conv1d(x.detach(), w, b, padding=padding), (w,), dy)
     torch.cuda.synchronize()
     print("depthwise_race: done")
 

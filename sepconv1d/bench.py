@@ -199,6 +199,12 @@ def depthwise_cases(quick: bool) -> list[Case]:
         for layout in ("cf", "cl"):
             cases.append(Case("depthwise", "model", 1, 12288, 16384, 3, padding="causal", precision="bf16",
                               layout=layout, model="StripedHyena-7B"))
+    if not quick:
+        # Speech models' short rows (the depthwise layer alone; the separable shapes are below).
+        for model, b, c, length, k, pad, prec in (("FastConformer-stream", 128, 512, 210, 9, "causal", "bf16"),
+                                                  ("Citrinet-1024", 32, 1024, 250, 11, "same", "fp32"),
+                                                  ("Conformer", 32, 512, 500, 31, "same", "bf16")):
+            cases.append(Case("depthwise", "model", b, c, length, k, padding=pad, precision=prec, model=model))
     for k in (31,) if quick else (31, 63):
         for prec in ("bf16",) if quick else ("fp32", "bf16"):
             cases.append(Case("depthwise", "generic", 32, 512, 8192, k, precision=prec))

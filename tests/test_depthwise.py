@@ -167,6 +167,33 @@ def test_long_kernels_rows_of_several_tiles(device, kernel_size, dtypes):
                                   tolerance_for(xdtype), f"K={kernel_size} padding={padding}")
 
 
+def _check_forward_and_grads(x, weight, bias, left, right, dilation, what):
+    """Forward and every gradient of a CUDA depthwise call against float64, outputs poisoned first;
+    then dx alone and the weight gradient alone (other kernel paths). x, weight and bias (if any)
+    require grad."""
+    xdtype, wdtype = x.dtype, weight.dtype
+    ref_fn = lambda a, w, b: unfolded_depthwise(a, w, b, 1, left, right, dilation)  # noqa: E731
+    poison_allocator("cuda", 4 * x.numel() * x.element_size())
+    out = sepconv1d.depthwise_conv1d(x, weight, bias, padding=(left, right), dilation=dilation)
+    assert_close_to_reference(out, ref_fn(x.detach(), weight.detach(), bias), tolerance_for(xdtype),
+                              "forward " + what)
+    grad_out = torch.randn(out.shape, dtype=torch.float64).to("cuda", xdtype)
+    inputs = [x, weight] + ([bias] if bias is not None else [])
+    poison_allocator("cuda", 4 * x.numel() * x.element_size())
+    grads = torch.autograd.grad(out, inputs, grad_out)
+    refs = reference_grads(ref_fn, [x, weight, bias], grad_out)
+    assert_close_to_reference(grads[0], refs[0], tolerance_for(xdtype), "grad x " + what)
+    assert_close_to_reference(grads[1], refs[1], tolerance_for(wdtype), "grad weight " + what)
+    if bias is not None:
+        assert_close_to_reference(grads[2], refs[2], tolerance_for(wdtype), "grad bias " + what)
+    gx, = torch.autograd.grad(sepconv1d.depthwise_conv1d(x, weight.detach(), None, padding=(left, right),
+                                                         dilation=dilation), [x], grad_out)
+    assert_close_to_reference(gx, refs[0], tolerance_for(xdtype), "grad x alone " + what)
+    gw, = torch.autograd.grad(sepconv1d.depthwise_conv1d(x.detach(), weight, None, padding=(left, right),
+                                                         dilation=dilation), [weight], grad_out)
+    assert_close_to_reference(gw, refs[1], tolerance_for(wdtype), "grad weight alone " + what)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_PHASES is read by the CUDA kernels")
 @pytest.mark.parametrize("phases", ["1", "0"])
 @pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[1], DTYPES[2], DTYPES[3]], ids=dtype_pair_id)
@@ -195,25 +222,47 @@ def test_dilated_kernels_as_phase_rows(monkeypatch, dtypes, phases):
         weight.requires_grad_(True)
         if bias is not None:
             bias.requires_grad_(True)
-        ref_fn = lambda a, w, b: unfolded_depthwise(a, w, b, 1, left, right, d)  # noqa: E731
-        what = f"K={k} d={d} L={length} pad=({left}, {right}) {layout} phases={phases}"
-        poison_allocator("cuda", 4 * x.numel() * x.element_size())
-        out = sepconv1d.depthwise_conv1d(x, weight, bias, padding=(left, right), dilation=d)
-        assert_close_to_reference(out, ref_fn(x.detach(), weight.detach(), bias), tolerance_for(xdtype),
-                                  "forward " + what)
-        grad_out = torch.randn(out.shape, dtype=torch.float64).to("cuda", xdtype)
-        inputs = [x, weight] + ([bias] if with_bias else [])
-        poison_allocator("cuda", 4 * x.numel() * x.element_size())
-        grads = torch.autograd.grad(out, inputs, grad_out)
-        refs = reference_grads(ref_fn, [x, weight, bias], grad_out)
-        assert_close_to_reference(grads[0], refs[0], tolerance_for(xdtype), "grad x " + what)
-        assert_close_to_reference(grads[1], refs[1], tolerance_for(wdtype), "grad weight " + what)
-        if with_bias:
-            assert_close_to_reference(grads[2], refs[2], tolerance_for(wdtype), "grad bias " + what)
-        # dx alone (no x gathered) and the weight gradient alone.
-        gx, = torch.autograd.grad(sepconv1d.depthwise_conv1d(x, weight.detach(), None, padding=(left, right),
-                                                             dilation=d), [x], grad_out)
-        assert_close_to_reference(gx, refs[0], tolerance_for(xdtype), "grad x alone " + what)
+        _check_forward_and_grads(x, weight, bias, left, right, d,
+                                 f"K={k} d={d} L={length} pad=({left}, {right}) {layout} phases={phases}")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_ROWS is read by the CUDA kernels")
+@pytest.mark.parametrize("rows", ["1", "0"])
+@pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[2], DTYPES[3], DTYPES[4]], ids=dtype_pair_id)
+def test_short_rows_kernel(monkeypatch, dtypes, rows):
+    """The short-row kernels (one warp per row; SEPCONV1D_DW_ROWS=1 wherever they apply, =0
+    never): forward and all three gradients against float64 for every padded tap count (K up to
+    32, across 4, 8, 12, 16, 24 and 32), pad_left 0 / middle / K - 1 with right pads that end the
+    rows early or late, rows shorter than the kernel's window and than a warp's lanes, odd and
+    16-byte-unaligned lengths, rows up to the 2048 limit (and one past it), views one element in,
+    batch-strided views, a channel-last input (other kernels), dx alone and dw alone."""
+    monkeypatch.setenv("SEPCONV1D_DW_ROWS", rows)
+    xdtype, wdtype = dtypes
+    cases = [  # (K, L, pad_left, pad_right, layout)
+        (9, 210, 8, 0, "contiguous"), (11, 250, 5, 5, "contiguous"), (31, 500, 15, 15, "sliced"),
+        (3, 1, 1, 1, "contiguous"), (5, 3, 4, 2, "contiguous"), (1, 77, 0, 0, "contiguous"),
+        (2, 13, 0, 1, "sliced"), (12, 40, 11, 3, "contiguous"), (13, 257, 6, 6, "batch_strided"),
+        (16, 31, 0, 15, "contiguous"), (17, 129, 8, 8, "sliced"), (24, 64, 23, 0, "contiguous"),
+        (32, 2048, 16, 15, "contiguous"), (25, 2047, 0, 30, "sliced"), (7, 2049, 3, 3, "contiguous"),
+        (9, 333, 4, 4, "channels_last"),
+    ]
+    for i, (k, length, left, right, layout) in enumerate(cases):
+        channels = (5, 24, 13)[i % 3]
+        batch = (9, 3, 1)[i % 3]
+        with_bias = i % 2 == 0
+        if layout == "batch_strided":
+            x = make_activation(2 * batch, channels, length, xdtype, "cuda")[::2]
+        else:
+            x = make_activation(batch, channels, length + (layout == "sliced"), xdtype, "cuda",
+                                "contiguous" if layout == "sliced" else layout)
+            x = x[..., 1:] if layout == "sliced" else x
+        x.requires_grad_(True)
+        weight, bias = _params(channels, k, wdtype, "cuda", with_bias)
+        weight.requires_grad_(True)
+        if bias is not None:
+            bias.requires_grad_(True)
+        _check_forward_and_grads(x, weight, bias, left, right, 1,
+                                 f"K={k} L={length} pad=({left}, {right}) {layout} rows={rows}")
 
 
 def _half_rows(batch, channels, length, dtype, device, view):

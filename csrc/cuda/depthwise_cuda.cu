@@ -85,6 +85,15 @@ bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
   return backward && (k >= 24 || k == 5 || k == 9);
 }
 
+// The kernels' tuning: the defaults, with the short-row kernels' routing overridden by
+// SEPCONV1D_DW_ROWS (read per call: comparisons, tests): "0" never, "1" wherever they apply.
+dwk::Tuning tuning() {
+  dwk::Tuning t;
+  const char* env = std::getenv("SEPCONV1D_DW_ROWS");
+  if (env != nullptr && *env != '\0') t.rows = std::atoi(env) != 0 ? 1 : 0;
+  return t;
+}
+
 // Phase-row buffers of one call: (d*B, C, len) views of `like`'s dtype in one allocation, rows at
 // phase_row_pitch.
 class PhaseRows {
@@ -125,7 +134,7 @@ void forward_plain(const StridedView& x, const Tensor& w, const std::optional<Te
     const W* wp = static_cast<const W*>(w.const_data_ptr());
     const W* bp = b.has_value() ? static_cast<const W*>(b->const_data_ptr()) : nullptr;
     dwk::forward<T, W>(pr, static_cast<const T*>(x.ptr), desc_of(x), wp, bp,
-                       static_cast<T*>(y.ptr), desc_of(y), stream, dev);
+                       static_cast<T*>(y.ptr), desc_of(y), stream, dev, tuning());
   });
 }
 
@@ -243,7 +252,7 @@ void backward_plain(const StridedView& dy, const StridedView& x, const Tensor& w
     dwk::RedRuns<A>* defer = partials != nullptr ? &runs : nullptr;
     dwk::backward<T, W>(pr, static_cast<const T*>(dy.ptr), desc_of(dy),
                         static_cast<const T*>(x.ptr), desc_of(x), wp, dxp, dxd, dwp, dbp, alloc,
-                        stream, dev, {}, defer);
+                        stream, dev, tuning(), defer);
     if (partials != nullptr) {
       for (int r = partials->runs; r < runs.n; ++r) {
         partials->part[r] = runs.part[r];

@@ -67,6 +67,8 @@ inline void check(bool ok, const char* what, const char* file, int line) {
 #define gridDim (::dwemu::tl_gdim)
 
 inline void __syncthreads() { ::dwemu::tl_bar->arrive_and_wait(); }
+// All 32 lanes of the warp must call it (a divergent __syncwarp deadlocks).
+inline void __syncwarp(unsigned = 0xffffffffu) { ::dwemu::tl_wbar->arrive_and_wait(); }
 
 namespace dwemu {
 // Warp exchange: lane l receives v of lane src(l) (all 32 lanes of the warp must call it).
@@ -107,6 +109,11 @@ inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask) {
 template <typename T>
 inline T __shfl_sync(unsigned mask, T v, int src_lane) {
   return ::dwemu::warp_exchange(mask, v, [&](unsigned) { return unsigned(src_lane); });
+}
+
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
+  const uint64_t v = (uint64_t(hi) << 32) | lo;
+  return unsigned(v >> (shift & 31u));
 }
 
 template <typename T>

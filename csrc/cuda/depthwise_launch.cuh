@@ -12,6 +12,7 @@
 #include "cuda/depthwise_bwd_reg.cuh"
 #include "cuda/depthwise_bwd_cl_reg.cuh"
 #include "cuda/depthwise_tc.cuh"
+#include "cuda/depthwise_rows.cuh"
 
 #ifndef DW_EMULATE
 #include <cuda_runtime.h>
@@ -75,6 +76,8 @@ struct Tuning {
   int64_t max_grid = INT_MAX;     // cap on grid size (tests force the grid-stride loops)
   int64_t force_split = 0;        // > 0: blocks per channel (group) in split kernels
   bool allow_rt_dense = true;     // the run-time-K CF forward's dense form (long float kernels)
+  int rows = -1;                  // short-row CF kernels: -1 where they measured faster (rows_
+                                  // preferred), 0 never, 1 wherever they apply (rows_plan)
 };
 
 enum class Path { CF, CL, Direct };
@@ -253,6 +256,184 @@ inline int64_t wave_split(int64_t groups, int64_t units, int64_t per_sm, const D
   return best;
 }
 
+
+// ------------------------------------------------------------------------------------------------
+// Short-row kernels (depthwise_rows.cuh)
+// ------------------------------------------------------------------------------------------------
+constexpr int64_t kRowsMaxLen = 2048;  // longest row (input or output) the rows kernels take
+
+// Byte extent [lo, hi) of a (B, C, len) view with non-negative strides (all of it lies in the
+// view's storage).
+template <typename T>
+std::pair<const char*, const char*> view_extent(const T* p, const Desc3& d, int64_t B, int64_t C,
+                                                int64_t len) {
+  const int64_t last = (B - 1) * d.sb + (C - 1) * d.sc + (len - 1) * d.sl;
+  const char* lo = reinterpret_cast<const char*>(p);
+  return {lo, lo + (last + 1) * int64_t(sizeof(T))};
+}
+
+// Geometry of one rows launch: rows per warp pass, batch rows per block, blocks per channel.
+struct RowsPlan {
+  int rpw = 0;
+  int64_t per = 0, split = 0;
+};
+
+// Whether the rows kernels apply (CF layout is the caller's test): float / half / bfloat16,
+// stride 1, dilation 1, 1 <= K <= 32, 0 <= pad_left < K, rows of at most kRowsMaxLen.
+template <typename T>
+bool rows_apply(const Problem& pr, bool fast) {
+  return sizeof(T) <= 4 && fast && pr.K >= 1 && pr.K <= kRowsMaxTaps && pr.pl >= 0 &&
+         pr.pl < pr.K && pr.L >= 1 && pr.L <= kRowsMaxLen && pr.Lo <= kRowsMaxLen;
+}
+
+// Where the rows kernels measured faster than the kernel the problem takes otherwise (H200,
+// scripts/depthwise_rows_ab.py, csrc/NOTES.md, thirty-ninth session). `aligned`: the rows of
+// every tensor read or written are 16-byte aligned (the register-direct kernels' condition).
+//   rows of at most 128: always (B512 C512 L64 K3: forward 1.3-1.5x, backward 1.1-1.4x);
+//   up to 256, not aligned: FastConformer L210 K9 forward 1.9-2.9x, backward 1.6-1.8x, Citrinet L250
+//     K11 2.3-2.9x / 1.4-2.1x (aligned rows of 256 keep the register-direct kernels, 1.2-1.8x faster);
+//   half types, forward, up to 1024, not aligned or K not compiled: 1.03-1.25x (Conformer L500 K31,
+//     L835 / 1023 K9, L1024 K7); the half-type backward beyond 256 stays on the tensor-core kernels
+//     (Conformer K31 0.57x);
+//   float32, run-time K on rows that are not aligned: forward to 2048 (Conformer 1.26x, L2047 K15
+//     1.49x), backward to 512 (Conformer 1.53x; L2047 K15 0.59x).
+// SEPCONV1D_DW_ROWS (Tuning::rows) overrides.
+template <typename T>
+bool rows_preferred(const Problem& pr, bool aligned, bool backward) {
+  const int64_t len = std::max(pr.L, pr.Lo);
+  bool compiled = false;
+  dispatch_kernel_size(pr.K, [&](auto kc) { compiled = decltype(kc)::value > 0; });
+  if (len <= 128 || (!aligned && len <= 256)) return true;
+  if (sizeof(T) == 2) return !backward && len <= 1024 && (!aligned || !compiled);
+  return !aligned && !compiled && len <= (backward ? 512 : kRowsMaxLen);
+}
+
+template <typename T>
+bool rows_wanted(const Problem& pr, bool fast, bool aligned, bool backward, const Tuning& tune) {
+  if (!rows_apply<T>(pr, fast) || tune.rows == 0) return false;
+  return tune.rows == 1 || rows_preferred<T>(pr, aligned, backward);
+}
+
+// Rows per warp pass: about 512 outputs per pass; blocks per channel as the split kernels.
+inline RowsPlan rows_plan(const Problem& pr, const DevInfo& dev, const Tuning& tune) {
+  RowsPlan p;
+  const int64_t len = std::max<int64_t>(std::max(pr.L, pr.Lo), 1);
+  p.rpw = int(clamp64(ceil_div(512, len), 1, kRowsMaxRowsPerWarp));
+  const int64_t passes = ceil_div(pr.B, int64_t(kWarps) * p.rpw);
+  const int64_t split = choose_split(pr.C, passes, dev, tune);
+  p.per = ceil_div(pr.B, split);
+  p.split = ceil_div(pr.B, p.per);
+  return p;
+}
+
+template <typename T, typename W>
+bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W* bias, T* y,
+                  const Desc3& yd, cudaStream_t stream, const DevInfo& dev, const Tuning& tune) {
+  if constexpr (sizeof(T) > 4) {
+    return false;
+  } else {
+    const RowsPlan plan = rows_plan(pr, dev, tune);
+    RowsFwdArgs<T, W> a{};
+    a.x = x;
+    a.w = w;
+    a.bias = bias;
+    a.y = y;
+    std::tie(a.x_lo, a.x_hi) = view_extent(x, xd, pr.B, pr.C, pr.L);
+    a.B = pr.B;
+    a.C = pr.C;
+    a.xsb = xd.sb;
+    a.xsc = xd.sc;
+    a.ysb = yd.sb;
+    a.ysc = yd.sc;
+    a.L = int(pr.L);
+    a.Lo = int(pr.Lo);
+    a.K = int(pr.K);
+    a.pl = int(pr.pl);
+    a.rpw = plan.rpw;
+    a.nv = int(ceil_div(pr.Lo, 8));
+    a.per = plan.per;
+    a.split = plan.split;
+    const int64_t grid = std::min<int64_t>(pr.C * plan.split, std::min<int64_t>(tune.max_grid, INT_MAX));
+    bool launched = false;
+    dispatch_padded_taps(pr.K, [&](auto kp) {
+      constexpr int KP = decltype(kp)::value;
+      if constexpr (KP > 0) {  // dispatch_padded_taps never calls KP = 0 (dispatch_int's miss)
+        a.nx = 8 * (a.nv + rows_window_vecs<KP>() - 1);
+        a.pitch = a.nx + 8 * a.nv;
+        const int64_t smem = int64_t(kWarps) * a.rpw * a.pitch * int64_t(sizeof(T));
+        if (smem > smem_limit(dev, tune)) return;
+        auto kern = &dw_fwd_cf_rows_kernel<T, W, KP>;
+        prepare_kernel(kern, smem, dev.device);
+        DW_LAUNCH(kern, grid, size_t(smem), stream, a);
+        DW_CHECK_LAUNCH("dw_fwd_cf_rows_kernel");
+        launched = true;
+      }
+    });
+    return launched;
+  }
+}
+
+// dx (when dx != nullptr) and the partial sums of dw / db (into part: [split][K+1][C], when
+// want_wb) of the rows kernel; false (nothing launched) where its shared memory does not fit.
+template <typename T, typename W>
+bool backward_rows(const Problem& pr, const RowsPlan& plan, const T* dy, const Desc3& dyd,
+                   const T* x, const Desc3& xd, const W* w, T* dx, const Desc3& dxd,
+                   acc_of<T>* part, bool want_w, bool want_b, cudaStream_t stream,
+                   const DevInfo& dev, const Tuning& tune) {
+  if constexpr (sizeof(T) > 4) {
+    return false;
+  } else {
+    RowsBwdArgs<T, W> a{};
+    a.dy = dy;
+    a.x = x;
+    a.w = w;
+    a.dx = dx;
+    a.part = part;
+    std::tie(a.dy_lo, a.dy_hi) = view_extent(dy, dyd, pr.B, pr.C, pr.Lo);
+    if (want_w) std::tie(a.x_lo, a.x_hi) = view_extent(x, xd, pr.B, pr.C, pr.L);
+    a.B = pr.B;
+    a.C = pr.C;
+    a.dysb = dyd.sb;
+    a.dysc = dyd.sc;
+    a.xsb = xd.sb;
+    a.xsc = xd.sc;
+    a.dxsb = dxd.sb;
+    a.dxsc = dxd.sc;
+    a.L = int(pr.L);
+    a.Lo = int(pr.Lo);
+    a.K = int(pr.K);
+    a.pl = int(pr.pl);
+    a.rpw = plan.rpw;
+    a.per = plan.per;
+    a.split = plan.split;
+    a.want_x = dx != nullptr;
+    a.want_w = want_w;
+    a.want_b = want_b;
+    a.nvx = int(ceil_div(pr.L, 8));
+    const int64_t grid = std::min<int64_t>(pr.C * plan.split, std::min<int64_t>(tune.max_grid, INT_MAX));
+    bool launched = false;
+    dispatch_padded_taps(pr.K, [&](auto kp) {
+      constexpr int KP = decltype(kp)::value;
+      if constexpr (KP > 0) {
+        const int64_t D = KP - 1 - pr.pl;
+        a.nu = int(std::max<int64_t>(a.want_x ? a.nvx : 0,
+                                     (want_w || want_b) ? ceil_div(pr.Lo + D, 8) : 0));
+        a.nd = 8 * (a.nu + rows_window_vecs<KP>() - 1);
+        a.pitch = a.nd * (want_w ? 2 : 1) + (a.want_x ? 8 * a.nvx : 0);
+        const int64_t smem = int64_t(kWarps) * (KP + 1) * 4 +
+                             int64_t(kWarps) * a.rpw * a.pitch * int64_t(sizeof(T));
+        if (smem > smem_limit(dev, tune)) return;
+        auto kern = &dw_bwd_cf_rows_kernel<T, W, KP>;
+        prepare_kernel(kern, smem, dev.device);
+        DW_LAUNCH(kern, grid, size_t(smem), stream, a);
+        DW_CHECK_LAUNCH("dw_bwd_cf_rows_kernel");
+        launched = true;
+      }
+    });
+    return launched;
+  }
+}
+
 // ------------------------------------------------------------------------------------------------
 // Forward
 // ------------------------------------------------------------------------------------------------
@@ -307,6 +488,11 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
     constexpr int64_t N = int64_t(G) * V;
     a.x_vec = cf_vec_level<T, V, G>(x, xd);
     a.y_vec = cf_vec_level<T, V, G>(y, yd);
+    // Short rows: the rows kernel (one warp per row, several rows per pass).
+    if (rows_wanted<T>(pr, fast, a.x_vec == kVecGroup && a.y_vec == kVecGroup, false, tune) &&
+        forward_rows<T, W>(pr, x, xd, w, bias, y, yd, stream, dev, tune)) {
+      return;
+    }
     bool launched = false;
     with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
       constexpr int KC = decltype(kc)::value;
@@ -639,6 +825,21 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
     a.dy_vec = cf_vec_level<T, V, G>(dy, dyd);
     a.x_vec = cf_vec_level<T, V, G>(x, xd);
     a.dx_vec = want_x ? cf_vec_level<T, V, G>(dx, dxd) : 0;
+    // Short rows: the rows kernel (dx, dw and db in one pass over the rows).
+    const bool rows_aligned = a.dy_vec == kVecGroup && (!want_w || a.x_vec == kVecGroup) &&
+                              (!want_x || a.dx_vec == kVecGroup);
+    if (rows_wanted<T>(pr, fast, rows_aligned, true, tune)) {
+      const RowsPlan plan = rows_plan(pr, dev, tune);
+      const int64_t split = want_wb ? cap_split(plan.split) : plan.split;
+      if (split == plan.split) {
+        A* part = want_wb ? static_cast<A*>(alloc(size_t(split * per_split))) : nullptr;
+        if (backward_rows<T, W>(pr, plan, dy, dyd, x, xd, w, want_x ? dx : nullptr, dxd, part,
+                                want_w, want_b, stream, dev, tune)) {
+          if (want_wb) launch_reduce(part, split);
+          return;
+        }
+      }
+    }
     // Compiled K and pad_left with 16-byte-aligned rows of every tensor read or written: the
     // register-direct kernel (one warp per SPAN positions of a row, blocks per channel).
     if (fast && tune.allow_reg_bwd && a.dy_vec == kVecGroup && (!want_w || a.x_vec == kVecGroup) &&

@@ -143,8 +143,14 @@ void note_kernels() {
 }
 
 template <typename T, typename W>
-bool run_case(const Case& cs, std::mt19937_64& rng, bool verbose) {
+bool run_case(const Case& cs_in, std::mt19937_64& rng, bool verbose) {
   using A = acc_of<T>;
+  // A case that expects another kernel tests that kernel: the short-row kernels stand aside.
+  Case cs = cs_in;
+  const auto expects_other = [](const char* k) {
+    return k != nullptr && std::string(k).find("_rows_") == std::string::npos;
+  };
+  if (expects_other(cs.expect_fwd) || expects_other(cs.expect_bwd)) cs.tune.rows = 0;
   const int64_t Lo = (cs.L + cs.pl + cs.pr - cs.d * (cs.K - 1) - 1) / cs.s + 1;
   if (cs.L + cs.pl + cs.pr < cs.d * (cs.K - 1) + 1) return true;  // rejected by the op checks
   Problem pr{cs.B, cs.C, cs.L, Lo, cs.K, cs.s, cs.d, cs.pl};
@@ -1000,6 +1006,51 @@ int main_impl(int argc, char** argv) {
     }
   }
 
+  // Short-row kernels (dw_fwd_cf_rows_kernel, dw_bwd_cf_rows_kernel), forced on: every padded
+  // tap count (4, 8, 12, 16, 24, 32) at its edges, pad_left 0 / middle / K - 1 with right pads that
+  // end the rows early, on time or late, rows shorter than a vector, than a window and than a warp's
+  // lanes, rows of several warp passes (B not a multiple of the rows per pass), unaligned rows and
+  // row strides, every subset of the gradients, forced splits and a capped grid (grid-stride
+  // blocks), every dtype pair but float64 (which takes the other kernels).
+  {
+    const int rows_types[] = {0, 1, 2, 4, 5};
+    const int64_t Ks[] = {1, 2, 3, 4, 5, 8, 9, 12, 13, 16, 17, 24, 25, 31, 32};
+    const int64_t lens[] = {1, 5, 8, 13, 40, 210, 257};
+    int idx = 0;
+    for (int64_t K : Ks) {
+      for (int pi = 0; pi < 3; ++pi) {
+        const int64_t pl = pi == 0 ? 0 : pi == 1 ? (K - 1) / 2 : K - 1;
+        const int64_t L = lens[(idx + pi) % 7];
+        int64_t pr = K - 1 - pl;
+        if (idx % 3 == 1) pr += 3;
+        if (idx % 3 == 2) pr = std::max<int64_t>(0, pr - 2);
+        pr = std::max(pr, K - L - pl);  // at least one output
+        Case cs{1 + (idx % 4) * 4, 1 + idx % 3, L, K, 1, 1, pl, pr, idx % 2 == 0,
+                idx % 5 == 3 ? L_CFPAD : L_CF, idx % 5 == 3 ? L_CFPAD : L_CF, int(idx % 3),
+                int(idx / 3 % 3), Tuning{}};
+        cs.tune.rows = 1;
+        cs.grads = (idx % 7) + 1;  // every non-empty subset of dx, dw, db
+        if (idx % 6 == 1) cs.tune.force_split = 1 + idx % 4;
+        if (idx % 6 == 4) cs.tune.max_grid = 2;
+        cs.expect_fwd = "dw_fwd_cf_rows_kernel";
+        cs.expect_bwd = "dw_bwd_cf_rows_kernel";
+        run(cs, rows_types[(idx + pi) % 5]);
+        ++idx;
+      }
+    }
+    // Default routing: short unaligned rows (FastConformer-like, causal K 9) take them; long
+    // aligned rows keep the register-direct kernels; float64 and K 33 never take them.
+    Case fc{5, 3, 210, 9, 1, 1, 8, 0, true, L_CF, L_CF, 1, 0, Tuning{}};
+    fc.expect_fwd = "dw_fwd_cf_rows_kernel";
+    fc.expect_bwd = "dw_bwd_cf_rows_kernel";
+    run(fc, 1);
+    run(fc, 0);
+    Case k33{2, 2, 100, 33, 1, 1, 16, 16, true, L_CF, L_CF, 0, 0, Tuning{}};
+    k33.tune.rows = 1;
+    run(k33, 2);
+    run(k33, 3);
+  }
+
   // Random cases.
   std::uniform_int_distribution<int> pick(0, 1 << 30);
   auto choice = [&](std::initializer_list<int64_t> v) {
@@ -1066,6 +1117,7 @@ int main_impl(int argc, char** argv) {
     if (t == 5) cs.tune.allow_reg_fwd = false;
     if (t == 6) cs.tune.allow_reg_bwd = false;
     if (t == 7) cs.tune.allow_tc = false;
+    if (t == 8) cs.tune.rows = 1;  // wherever the short-row kernels apply
     // keep the emulation time sane
     if (cs.B * cs.C * cs.L > 40000) cs.L = std::max<int64_t>(1, 40000 / (cs.B * cs.C));
     if (cs.L + cs.pl + cs.pr < span + 1) cs.pr += span + 1 - (cs.L + cs.pl + cs.pr);

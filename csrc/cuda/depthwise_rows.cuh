@@ -1,0 +1,468 @@
+// Depthwise kernels for short channel-first rows: forward, and backward (dx, dw, db) in one pass.
+// Stride 1, dilation 1, K <= 32, 0 <= pad_left < K and pad_right < K, rows of any alignment (unit
+// stride along L), float / half / bfloat16 activations. Torch-free; the path choice is in
+// depthwise_launch.cuh (`rows_fit`, `Tuning::rows`).
+//
+// Why: the other channel-first kernels give a row (or a row tile) to a whole block or to a warp
+// item of 512-1024 outputs. A speech model's rows are a few hundred positions long (FastConformer
+// L 210, Citrinet 250, Conformer 500), so most of their threads idle and each block keeps a few
+// hundred bytes in flight: 0.35-1.2 TB/s at B128 C512 L210 (csrc/NOTES.md, thirty-seventh session).
+// Here one warp handles whole rows, several per pass, and the rows of a row are never split.
+//
+// Blocks: one channel c and a range of batch rows (grid = C x split), so the channel's taps stay in
+// registers and the weight-gradient partial sums accumulate in registers across the block's rows.
+// Each warp works alone on its own rows and its own shared memory (no block barrier until the
+// backward's final reduction):
+//   1. stage: its rows of x (and dy) into shared memory element by element, lanes on consecutive
+//      elements (coalesced at any alignment), with the zero padding written in, 8 loads per lane in
+//      flight; staged so that every window below starts on an 8-element boundary;
+//   2. compute: lane items of 8 consecutive outputs; the window (8 + KP - 1 elements) is read as
+//      aligned 8-element vectors, widened to float, and the taps run unrolled with compile-time
+//      indices (KP = K padded to 4 / 8, the padded taps skipped by a uniform test, never multiplied
+//      by zero, so inf and NaN propagate as in the reference);
+//   3. store: the outputs from shared memory, lanes on consecutive elements.
+//
+// Index maps (s = 1, d = 1, P = pad_left, KP >= K):
+//   forward  y[j]  = bias + sum_{k<K} w[k] x[j - P + k];        staged xs[q] = x[q - P]
+//   dx       dx[i] = sum_{m=KP-K}^{KP-1} w[KP-1-m] dy2[i + m];   staged dy2[q] = dy[q - D], D = KP-1-P
+//   dw       dw[k] = sum_j dy[j] x[j - P + k] = sum_q dy2[q] xb[q + k];  staged xb[q] = x[q - (KP-1)]
+// so the lane item u reads dy2[8u .. 8u + 7] and xb[8u .. 8u + 7 + KP - 1]; dy2 is zero outside
+// dy's row, which masks the weight-gradient sums without a test.
+//
+// Arithmetic: fp32 accumulators; the forward starts at the bias and adds one fmaf per tap in tap
+// order (as dw_fwd_cf_kernel). dw / db: per-lane sums over the block's rows, then a fixed-order warp
+// tree and a fixed-order sum over warps into part[split][K+1][C] (deterministic, as every kernel).
+#pragma once
+
+#include "cuda/depthwise_kernels.cuh"
+
+namespace sepconv1d {
+namespace cuda {
+namespace dwk {
+
+constexpr int kRowsStageUnroll = 2;  // 32-chunk slices per lane in flight while staging
+constexpr int kRowsMaxTaps = 32;
+constexpr int kRowsMaxRowsPerWarp = 4;
+
+// 8-element vectors of one window (8 outputs and KP - 1 more inputs).
+template <int KP>
+constexpr int rows_window_vecs() {
+  return (8 + KP - 1 + 7) / 8;
+}
+
+template <typename T, typename W>
+struct RowsFwdArgs {
+  const T* x;
+  const W* w;     // (C, K) contiguous
+  const W* bias;  // (C) or nullptr
+  T* y;
+  const char *x_lo, *x_hi;  // x's byte extent (rows_chunk)
+  int64_t B, C, xsb, xsc, ysb, ysc;
+  int L, Lo, K, pl;
+  int rpw;        // rows per warp pass
+  int nv;         // output vectors (8 outputs) per row
+  int nx;         // staged x elements per row
+  int pitch;      // shared elements per row: nx + 8 * nv
+  int64_t per;    // batch rows per block
+  int64_t split;  // blocks per channel
+};
+
+template <typename T, typename W>
+struct RowsBwdArgs {
+  const T* dy;
+  const T* x;
+  const W* w;
+  T* dx;                 // nullptr unless dx is wanted
+  acc_of<T>* part;       // [split][K+1][C], nullptr unless dw or db is wanted
+  const char *dy_lo, *dy_hi, *x_lo, *x_hi;  // byte extents (rows_chunk)
+  int64_t B, C, dysb, dysc, xsb, xsc, dxsb, dxsc;
+  int L, Lo, K, pl;
+  int rpw;
+  int nu;                // lane items (8 positions of dy2) per row
+  int nvx;               // of which dx items: ceil(L / 8)
+  int nd;                // staged dy2 (and xb) elements per row
+  int pitch;             // shared elements per row: nd [+ nd for xb] [+ 8 * nvx for dx]
+  int64_t per, split;
+  bool want_x, want_w, want_b;
+};
+
+// 16 bytes of a unit-stride row as raw words: elements [p0, p0 + E) (E = 16 / sizeof(T); row + p0
+// is 16-byte aligned). One 16-byte load wherever the chunk lies inside [lo, hi), the byte extent
+// of the tensor's view (memory between a view's first and last element belongs to its storage),
+// even where the chunk straddles a row end: the caller zeroes what lies outside the row. Chunks
+// outside the extent (the first and last row of the view) load element by element within the row.
+template <typename T>
+DW_DEV void rows_chunk(const T* row, int p0, int len, const char* lo, const char* hi,
+                       uint32_t (&r)[4]) {
+  constexpr int E = int(16 / sizeof(T));
+  const char* a = reinterpret_cast<const char*>(row + p0);
+  if (p0 + E <= 0 || p0 >= len) {
+    r[0] = r[1] = r[2] = r[3] = 0u;  // +0.0 in every type
+  } else if (a >= lo && a + 16 <= hi) {
+    DW_ASSERT(reinterpret_cast<uintptr_t>(a) % 16 == 0);
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(a));
+    r[0] = v.x;
+    r[1] = v.y;
+    r[2] = v.z;
+    r[3] = v.w;
+  } else {
+    T t[E];
+#pragma unroll
+    for (int e = 0; e < E; ++e) t[e] = (p0 + e >= 0 && p0 + e < len) ? row[p0 + e] : zero_of<T>();
+    memcpy(r, t, 16);
+  }
+}
+
+// Zeroes the elements e of a 16-byte chunk of raw words whose row position p0 + e lies outside
+// [0, len).
+template <typename T>
+DW_DEV void rows_mask(uint32_t (&o)[4], int p0, int len) {
+  constexpr int E = int(16 / sizeof(T));
+  constexpr int EPW = int(4 / sizeof(T));
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    uint32_t keep = 0u;
+#pragma unroll
+    for (int h = 0; h < EPW; ++h) {
+      const int p = p0 + i * EPW + h;
+      const uint32_t bits = EPW == 1 ? 0xffffffffu : (0xffffu << (16 * h));
+      if (p >= 0 && p < len) keep |= bits;
+    }
+    o[i] &= keep;
+  }
+  static_assert(E == 4 * EPW, "16-byte chunks");
+}
+
+// Bytes [sh, sh + 16) of the 32 bytes a ++ b (sh in [0, 16), a multiple of the element size).
+DW_DEV void rows_realign(const uint32_t (&a)[4], const uint32_t (&b)[4], int sh, uint32_t (&o)[4]) {
+  const uint32_t w[8] = {a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]};
+  const int ws = sh >> 2;
+  const unsigned bits = unsigned(sh & 3) * 8u;
+  uint32_t v[5];
+#pragma unroll
+  for (int i = 0; i < 5; ++i) {
+    v[i] = ws == 0 ? w[i] : ws == 1 ? w[i + 1] : ws == 2 ? w[i + 2] : w[(i + 3) & 7];
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) o[i] = __funnelshift_r(v[i], v[i + 1], bits);
+}
+
+// Element offset of a row pointer within its 16-byte chunk.
+template <typename T>
+DW_DEV int rows_mis(const T* row) {
+  return int((reinterpret_cast<uintptr_t>(row) / sizeof(T)) & (16 / sizeof(T) - 1));
+}
+
+// Rows [0, nrows) of dst (row pitch dst_pitch, 16-byte-aligned rows): dst[q] = src[q - off] for q
+// in [0, n) (n a multiple of 16 bytes), zero where q - off lies outside [0, len); src rows
+// src_pitch apart, at any alignment. Lane j of a 32-chunk slice writes dst chunk j, which straddles
+// the two 16-byte-aligned chunks of src at and after it: both loaded (the second mostly from L1),
+// then shifted into place. kRowsStageUnroll slices per lane in flight before the shared stores.
+template <typename T>
+DW_DEV void rows_stage(T* dst, int dst_pitch, int n, int nrows, const T* src, int64_t src_pitch,
+                       int off, int len, const char* lo, const char* hi, int lane) {
+  constexpr int E = int(16 / sizeof(T));
+  constexpr int U = kRowsStageUnroll;
+  const int nc = n / E;            // 16-byte chunks per staged row
+  const int ns = (nc + 31) / 32;   // slices of 32 chunks per row
+  const int total = nrows * ns;
+  for (int t0 = 0; t0 < total; t0 += U) {
+    uint32_t a[U][4], b[U][4];
+    int me[U];
+    int rr = t0 / ns, s = t0 - rr * ns;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int j = s * 32 + lane;
+      me[u] = 0;
+      if (t0 + u < total && j < nc) {
+        const T* row = src + rr * src_pitch;
+        // Element q = 0 is row[-off]; the aligned chunk holding it starts me elements earlier.
+        me[u] = int((reinterpret_cast<uintptr_t>(row) / sizeof(T) - uintptr_t(off)) & (E - 1));
+        const int p0 = E * j - me[u] - off;
+        rows_chunk<T>(row, p0, len, lo, hi, a[u]);
+        rows_chunk<T>(row, p0 + E, len, lo, hi, b[u]);
+      }
+      if (++s == ns) {
+        s = 0;
+        ++rr;
+      }
+    }
+    rr = t0 / ns;
+    s = t0 - rr * ns;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int j = s * 32 + lane;
+      if (t0 + u < total && j < nc) {
+        uint32_t o[4];
+        rows_realign(a[u], b[u], me[u] * int(sizeof(T)), o);
+        const int p0 = E * j - off;  // row position of the chunk's first element
+        if (p0 < 0 || p0 + E > len) rows_mask<T>(o, p0, len);
+        DW_ASSERT(reinterpret_cast<uintptr_t>(dst + rr * dst_pitch + E * j) % 16 == 0);
+        *reinterpret_cast<uint4*>(dst + rr * dst_pitch + E * j) = make_uint4(o[0], o[1], o[2], o[3]);
+      }
+      if (++s == ns) {
+        s = 0;
+        ++rr;
+      }
+    }
+  }
+}
+
+// Rows [0, nrows): dst[q] = src[q] for q < len (dst rows dst_pitch apart at any alignment; src rows
+// src_pitch apart, 16-byte aligned). Lane g writes the g-th 16-byte-aligned chunk of the dst row:
+// one 16-byte store where it lies inside the row, element by element at the row's ends.
+template <typename T>
+DW_DEV void rows_store(T* dst, int64_t dst_pitch, int nrows, const T* src, int src_pitch, int len,
+                       int lane) {
+  constexpr int E = int(16 / sizeof(T));
+  for (int rr = 0; rr < nrows; ++rr) {
+    T* row = dst + rr * dst_pitch;
+    const T* sr = src + rr * src_pitch;
+    const int mo = rows_mis(row);
+    const int sh = ((E - mo) & (E - 1)) * int(sizeof(T));  // row position p0 within its shared chunk
+    const int ng = (len + mo + E - 1) / E;
+    for (int g = lane; g < ng; g += 32) {
+      const int p0 = E * g - mo;
+      if (p0 >= 0 && p0 + E <= len) {
+        const int c0 = p0 / E;
+        const uint4 av = *reinterpret_cast<const uint4*>(sr + E * c0);
+        uint32_t a[4] = {av.x, av.y, av.z, av.w}, b[4] = {0u, 0u, 0u, 0u}, o[4];
+        if (sh != 0) {
+          const uint4 bv = *reinterpret_cast<const uint4*>(sr + E * c0 + E);
+          b[0] = bv.x;
+          b[1] = bv.y;
+          b[2] = bv.z;
+          b[3] = bv.w;
+        }
+        rows_realign(a, b, sh, o);
+        st_v4u32(row + p0, o[0], o[1], o[2], o[3]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+          if (p0 + e >= 0 && p0 + e < len) row[p0 + e] = sr[p0 + e];
+        }
+      }
+    }
+  }
+}
+
+// NW 8-element vectors at s (aligned to 8 elements), widened to float.
+template <typename T, int NW>
+DW_DEV void rows_window(const T* s, float (&f)[8 * NW]) {
+#pragma unroll
+  for (int m = 0; m < NW; ++m) {
+    if constexpr (std::is_same_v<T, float>) {
+      DW_ASSERT(reinterpret_cast<uintptr_t>(s + 8 * m) % 16 == 0);
+      const float4 a = *reinterpret_cast<const float4*>(s + 8 * m);
+      const float4 b = *reinterpret_cast<const float4*>(s + 8 * m + 4);
+      f[8 * m + 0] = a.x;
+      f[8 * m + 1] = a.y;
+      f[8 * m + 2] = a.z;
+      f[8 * m + 3] = a.w;
+      f[8 * m + 4] = b.x;
+      f[8 * m + 5] = b.y;
+      f[8 * m + 6] = b.z;
+      f[8 * m + 7] = b.w;
+    } else {
+      DW_ASSERT(reinterpret_cast<uintptr_t>(s + 8 * m) % 16 == 0);
+      const uint4 r = *reinterpret_cast<const uint4*>(s + 8 * m);
+      unpack2<T>(r.x, f[8 * m + 0], f[8 * m + 1]);
+      unpack2<T>(r.y, f[8 * m + 2], f[8 * m + 3]);
+      unpack2<T>(r.z, f[8 * m + 4], f[8 * m + 5]);
+      unpack2<T>(r.w, f[8 * m + 6], f[8 * m + 7]);
+    }
+  }
+}
+
+// 8 outputs rounded to T at s (aligned to 8 elements).
+template <typename T>
+DW_DEV void rows_put8(T* s, const float (&v)[8]) {
+  DW_ASSERT(reinterpret_cast<uintptr_t>(s) % 16 == 0);
+  if constexpr (std::is_same_v<T, float>) {
+    *reinterpret_cast<float4*>(s) = make_float4(v[0], v[1], v[2], v[3]);
+    *reinterpret_cast<float4*>(s + 4) = make_float4(v[4], v[5], v[6], v[7]);
+  } else {
+    *reinterpret_cast<uint4*>(s) = make_uint4(pack2<T>(v[0], v[1]), pack2<T>(v[2], v[3]),
+                                              pack2<T>(v[4], v[5]), pack2<T>(v[6], v[7]));
+  }
+}
+
+// The block's batch rows [b0, b1) of its channel, and this warp's share of a pass: rows
+// [b, b + n) of the pass starting at pass_b0.
+struct RowsSpan {
+  int64_t b0, b1;
+};
+DW_DEV RowsSpan rows_span(int64_t B, int64_t per, int64_t s) {
+  const int64_t b0 = s * per;
+  return RowsSpan{b0, b0 + per < B ? b0 + per : B};
+}
+
+template <typename T, typename W, int KP>
+__global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_kernel(const RowsFwdArgs<T, W> a) {
+  constexpr int NW = rows_window_vecs<KP>();
+  static_assert(sizeof(T) <= 4, "float, half or bfloat16 activations");
+  const int warp = int(threadIdx.x) / 32;
+  const int lane = int(threadIdx.x) % 32;
+  T* const sm = smem_base<T>() + int64_t(warp) * a.rpw * a.pitch;
+  for (int64_t blk = blockIdx.x; blk < a.C * a.split; blk += gridDim.x) {
+    const int64_t c = blk / a.split;
+    const RowsSpan span = rows_span(a.B, a.per, blk - c * a.split);
+    float wr[KP];
+#pragma unroll
+    for (int k = 0; k < KP; ++k) wr[k] = k < a.K ? float(in_cvt(a.w[c * a.K + k])) : 0.f;
+    const float b = a.bias != nullptr ? float(in_cvt(a.bias[c])) : 0.f;
+    const int64_t step = int64_t(kWarps) * a.rpw;
+    for (int64_t pb = span.b0 + int64_t(warp) * a.rpw; pb < span.b1; pb += step) {
+      const int nrows = int(pb + a.rpw <= span.b1 ? a.rpw : span.b1 - pb);
+      rows_stage<T>(sm, a.pitch, a.nx, nrows, a.x + pb * a.xsb + c * a.xsc, a.xsb, a.pl, a.L, a.x_lo,
+                    a.x_hi, lane);
+      __syncwarp();
+      // Lane items (row rr, vector v), flattened over the pass's rows.
+      int rr = lane / a.nv, v = lane - rr * a.nv;
+      while (rr < nrows) {
+        const T* xs = sm + rr * a.pitch + 8 * v;
+        float win[8 * NW];
+        rows_window<T, NW>(xs, win);
+        float acc[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[e] = b;
+#pragma unroll
+        for (int k = 0; k < KP; ++k) {
+          if (k >= a.K) break;  // a uniform exit: the padded taps are not issued
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[e] = fmaf(wr[k], win[e + k], acc[e]);
+        }
+        rows_put8<T>(sm + rr * a.pitch + a.nx + 8 * v, acc);
+        v += 32;
+        while (v >= a.nv) {
+          v -= a.nv;
+          ++rr;
+        }
+      }
+      __syncwarp();
+      rows_store<T>(a.y + pb * a.ysb + c * a.ysc, a.ysb, nrows, sm + a.nx, a.pitch, a.Lo, lane);
+      __syncwarp();  // the next pass stages over these rows
+    }
+  }
+}
+
+template <typename T, typename W, int KP>
+__global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_kernel(const RowsBwdArgs<T, W> a) {
+  using A = acc_of<T>;
+  static_assert(std::is_same_v<A, float>, "float, half or bfloat16 activations");
+  constexpr int NW = rows_window_vecs<KP>();
+  const int warp = int(threadIdx.x) / 32;
+  const int lane = int(threadIdx.x) % 32;
+  // Shared: the block's reduction (kWarps x (KP + 1) floats), then each warp's rows.
+  float* const red = smem_base<float>();
+  T* const sm = reinterpret_cast<T*>(red + kWarps * (KP + 1)) + int64_t(warp) * a.rpw * a.pitch;
+  const int D = KP - 1 - a.pl;  // dy2[q] = dy[q - D]
+  const int off_xb = a.nd;
+  const int off_dx = a.nd * (a.want_w ? 2 : 1);
+  const bool want_wb = a.want_w || a.want_b;
+  for (int64_t blk = blockIdx.x; blk < a.C * a.split; blk += gridDim.x) {
+    const int64_t c = blk / a.split;
+    const int64_t si = blk - c * a.split;
+    const RowsSpan span = rows_span(a.B, a.per, si);
+    float wf[KP];  // flipped: wf[m] = w[KP - 1 - m]
+#pragma unroll
+    for (int m = 0; m < KP; ++m) {
+      wf[m] = (a.want_x && m >= KP - a.K) ? float(in_cvt(a.w[c * a.K + (KP - 1 - m)])) : 0.f;
+    }
+    float accw[KP];
+#pragma unroll
+    for (int k = 0; k < KP; ++k) accw[k] = 0.f;
+    float accb = 0.f;
+    const int64_t step = int64_t(kWarps) * a.rpw;
+    for (int64_t pb = span.b0 + int64_t(warp) * a.rpw; pb < span.b1; pb += step) {
+      const int nrows = int(pb + a.rpw <= span.b1 ? a.rpw : span.b1 - pb);
+      rows_stage<T>(sm, a.pitch, a.nd, nrows, a.dy + pb * a.dysb + c * a.dysc, a.dysb, D, a.Lo,
+                    a.dy_lo, a.dy_hi, lane);
+      if (a.want_w) {
+        rows_stage<T>(sm + off_xb, a.pitch, a.nd, nrows, a.x + pb * a.xsb + c * a.xsc, a.xsb,
+                      KP - 1, a.L, a.x_lo, a.x_hi, lane);
+      }
+      __syncwarp();
+      int rr = lane / a.nu, u = lane - rr * a.nu;
+      while (rr < nrows) {
+        const T* row = sm + rr * a.pitch;
+        if (a.want_x && u < a.nvx) {
+          float win[8 * NW];
+          rows_window<T, NW>(row + 8 * u, win);
+          float acc[8];
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[e] = 0.f;
+#pragma unroll
+          for (int k = 0; k < KP; ++k) {  // tap k at window offset m = KP - 1 - k
+            if (k >= a.K) break;
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc[e] = fmaf(wf[KP - 1 - k], win[e + KP - 1 - k], acc[e]);
+          }
+          rows_put8<T>(sm + rr * a.pitch + off_dx + 8 * u, acc);
+        }
+        if (want_wb) {
+          float d8[8];
+          rows_window<T, 1>(row + 8 * u, d8);
+          if (a.want_w) {
+            float win[8 * NW];
+            rows_window<T, NW>(row + off_xb + 8 * u, win);
+#pragma unroll
+            for (int k = 0; k < KP; ++k) {
+              if (k >= a.K) break;
+#pragma unroll
+              for (int e = 0; e < 8; ++e) accw[k] = fmaf(d8[e], win[e + k], accw[k]);
+            }
+          }
+#pragma unroll
+          for (int e = 0; e < 8; ++e) accb += d8[e];
+        }
+        u += 32;
+        while (u >= a.nu) {
+          u -= a.nu;
+          ++rr;
+        }
+      }
+      __syncwarp();
+      if (a.want_x) {
+        rows_store<T>(a.dx + pb * a.dxsb + c * a.dxsc, a.dxsb, nrows, sm + off_dx, a.pitch, a.L,
+                      lane);
+      }
+      __syncwarp();
+    }
+    if (want_wb) {
+      // Fixed-order sums: a butterfly per warp, then the warps in order.
+#pragma unroll
+      for (int k = 0; k < KP; ++k) {
+        if (k < a.K) {
+#pragma unroll
+          for (int o = 16; o > 0; o >>= 1) accw[k] += __shfl_xor_sync(0xffffffffu, accw[k], o);
+        }
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) accb += __shfl_xor_sync(0xffffffffu, accb, o);
+      if (lane == 0) {
+#pragma unroll
+        for (int k = 0; k < KP; ++k) red[warp * (KP + 1) + k] = accw[k];
+        red[warp * (KP + 1) + KP] = accb;
+      }
+      __syncthreads();
+      const int t = int(threadIdx.x);
+      if (t <= a.K) {
+        const int src = t < a.K ? t : KP;
+        const bool wanted = t < a.K ? a.want_w : a.want_b;
+        float s = 0.f;
+        if (wanted) {
+          s = red[src];
+#pragma unroll
+          for (int w = 1; w < kWarps; ++w) s += red[w * (KP + 1) + src];
+        }
+        a.part[(si * (a.K + 1) + t) * a.C + c] = s;
+      }
+      __syncthreads();  // red is rewritten by the next block of this grid-stride loop
+    }
+  }
+}
+
+}  // namespace dwk
+}  // namespace cuda
+}  // namespace sepconv1d

@@ -1,0 +1,140 @@
+"""A/B of the short-row depthwise kernels (SEPCONV1D_DW_ROWS=1) against the kernels the same
+problems take without them ("0"), in one process, by device time; then the separable training steps
+of the short-row model shapes with the library's own choice against SEPCONV1D_DW_ROWS=0.
+
+Each time is the median of three batches of calls on three rotating input sets, queued behind a
+long `torch.cuda._sleep`, so host overhead does not enter. Before timing, each depthwise case is
+checked against a float64 reference with both settings (a quick guard; the test suite's
+test_short_rows_kernel is the real check).
+
+    python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps]   # default: both
+    # JSON to $OUT/depthwise_rows_ab.json (default /tmp)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import sepconv1d
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _device_timing import with_env  # noqa: E402
+
+ops = torch.ops.sepconv1d
+
+
+def with_rows(value: str | None, fn, timed: bool = True):
+    return with_env("SEPCONV1D_DW_ROWS", value, fn, timed)
+
+
+# (name, B, C, L, K, pad_left, pad_right)
+DEPTHWISE = [
+    ("FastConformer", 128, 512, 210, 9, 8, 0),
+    ("Citrinet", 32, 1024, 250, 11, 5, 5),
+    ("Conformer", 32, 512, 500, 31, 15, 15),
+    ("QuartzNet-len K9", 32, 512, 835, 9, 4, 4),
+    ("Vocos K7", 16, 512, 1024, 7, 3, 3),
+    ("L64 K3", 512, 512, 64, 3, 1, 1),
+    ("L256 K5", 128, 512, 256, 5, 2, 2),
+    ("L1023 K9", 16, 512, 1023, 9, 4, 4),
+    ("L2048 K9", 8, 512, 2048, 9, 4, 4),
+    ("L2047 K15", 8, 512, 2047, 15, 7, 7),
+]
+
+# (name, B, Cin, Cout, L, K, pad_left, pad_right, dtype)
+SEPARABLE = [
+    ("FastConformer bf16", 128, 512, 512, 210, 9, 8, 0, torch.bfloat16),
+    ("Conformer bf16", 32, 512, 512, 500, 31, 15, 15, torch.bfloat16),
+    ("Conformer fp16", 32, 512, 512, 500, 31, 15, 15, torch.float16),
+    ("Citrinet TF32", 32, 1024, 1024, 250, 11, 5, 5, torch.float32),
+    ("Citrinet bf16", 32, 1024, 1024, 250, 11, 5, 5, torch.bfloat16),
+]
+
+
+def rel_err(got: torch.Tensor, ref: torch.Tensor) -> float:
+    return float((got.double() - ref).norm() / ref.norm().clamp_min(1e-30))
+
+
+def check_depthwise(b, c, length, k, pl, pr, dtype) -> dict:
+    x = torch.randn(b, c, length, device="cuda", dtype=dtype)
+    w = torch.randn(c, k, device="cuda", dtype=dtype) / k**0.5
+    bias = torch.randn(c, device="cuda", dtype=dtype)
+    x64, w64, b64 = (t.double().requires_grad_(True) for t in (x, w, bias))
+    ref = F.conv1d(F.pad(x64, (pl, pr)), w64.unsqueeze(1), b64, groups=c)
+    dy = torch.randn_like(ref, dtype=dtype)
+    gx, gw, gb = torch.autograd.grad(ref, (x64, w64, b64), dy.double())
+    errs = {}
+    for value in ("1", "0"):
+        y = with_rows(value, lambda i: ops.depthwise_conv1d(x, w, bias, 1, pl, pr, 1), timed=False)
+        dx, dw, db = with_rows(
+            value, lambda i: ops.depthwise_conv1d_backward(dy, x, w, 1, pl, pr, 1, True, True, True), timed=False)
+        errs[value] = max(rel_err(y, ref.detach()), rel_err(dx, gx), rel_err(dw, gw), rel_err(db, gb))
+    return {"err_rows": errs["1"], "err_other": errs["0"]}
+
+
+def time_depthwise(name, b, c, length, k, pl, pr, dtype) -> dict:
+    xs = [torch.randn(b, c, length, device="cuda", dtype=dtype) for _ in range(3)]
+    w = torch.randn(c, k, device="cuda", dtype=dtype) / k**0.5
+    bias = torch.randn(c, device="cuda", dtype=dtype)
+    lo = length + pl + pr - k + 1
+    dys = [torch.randn(b, c, lo, device="cuda", dtype=dtype) for _ in range(3)]
+    row = {"case": name, "dtype": str(dtype).split(".")[-1], "B": b, "C": c, "L": length, "K": k,
+           "pad": [pl, pr], **check_depthwise(b, c, length, k, pl, pr, dtype)}
+    for label, value in (("rows", "1"), ("other", "0")):
+        row[f"fwd_{label}"] = with_rows(value, lambda i: ops.depthwise_conv1d(xs[i], w, bias, 1, pl, pr, 1))
+        row[f"bwd_{label}"] = with_rows(
+            value, lambda i: ops.depthwise_conv1d_backward(dys[i], xs[i], w, 1, pl, pr, 1, True, True, True))
+    e = xs[0].element_size()
+    row["fwd_tbps_rows"] = b * c * (length + lo) * e / row["fwd_rows"] / 1e6
+    row["bwd_tbps_rows"] = b * c * (2 * length + lo) * e / row["bwd_rows"] / 1e6
+    row["fwd_gain"] = row["fwd_other"] / row["fwd_rows"]
+    row["bwd_gain"] = row["bwd_other"] / row["bwd_rows"]
+    print(f"{name:17s} {row['dtype']:9s} fwd rows {row['fwd_rows']:7.1f} other {row['fwd_other']:7.1f}"
+          f" ({row['fwd_gain']:.2f}x, {row['fwd_tbps_rows']:.2f} TB/s)  bwd rows {row['bwd_rows']:7.1f}"
+          f" other {row['bwd_other']:7.1f} ({row['bwd_gain']:.2f}x, {row['bwd_tbps_rows']:.2f} TB/s)"
+          f"  err {row['err_rows']:.1e} / {row['err_other']:.1e}", flush=True)
+    return row
+
+
+def time_separable(name, b, cin, cout, length, k, pl, pr, dtype) -> dict:
+    xs = [torch.randn(b, cin, length, device="cuda", dtype=dtype, requires_grad=True) for _ in range(3)]
+    dw = (torch.randn(cin, 1, k, device="cuda", dtype=dtype) / k**0.5).requires_grad_(True)
+    dwb = torch.randn(cin, device="cuda", dtype=dtype, requires_grad=True)
+    pw = (torch.randn(cout, cin, 1, device="cuda", dtype=dtype) / cin**0.5).requires_grad_(True)
+    pwb = torch.randn(cout, device="cuda", dtype=dtype, requires_grad=True)
+    dy = torch.randn(b, cout, length + pl + pr - k + 1, device="cuda", dtype=dtype)
+
+    def step(i):
+        y = sepconv1d.separable_conv1d(xs[i], dw, pw, dwb, pwb, padding=(pl, pr))
+        return torch.autograd.grad(y, (xs[i], dw, dwb, pw, pwb), dy)
+
+    row = {"case": name, "library": with_rows(None, step), "no_rows": with_rows("0", step)}
+    row["gain"] = row["no_rows"] / row["library"]
+    print(f"{name:20s} training step: library {row['library']:8.1f} us, without rows kernels"
+          f" {row['no_rows']:8.1f} us ({row['gain']:.2f}x)", flush=True)
+    return row
+
+
+def main() -> None:
+    torch.backends.cudnn.allow_tf32 = True
+    results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
+               "depthwise": [], "separable": []}
+    parts = set(sys.argv[1:]) or {"depthwise", "steps"}
+    for dtype in (torch.bfloat16, torch.float32) if "depthwise" in parts else ():
+        for case in DEPTHWISE:
+            results["depthwise"].append(time_depthwise(*case, dtype))
+    for case in SEPARABLE if "steps" in parts else ():
+        results["separable"].append(time_separable(*case))
+    out = os.path.join(os.environ.get("OUT", "/tmp"), "depthwise_rows_ab.json")
+    with open(out, "w") as f:
+        json.dump(results, f, indent=1)
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()
