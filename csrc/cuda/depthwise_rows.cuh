@@ -42,7 +42,7 @@ namespace dwk {
 
 constexpr int kRowsStageUnroll = 2;  // 32-chunk slices per lane in flight while staging
 constexpr int kRowsMaxTaps = 32;
-constexpr int kRowsMaxRowsPerWarp = 4;
+constexpr int kRowsMaxRowsPerWarp = 8;
 
 // 8-element vectors of one window (8 outputs and KP - 1 more inputs).
 template <int KP>
