@@ -1,26 +1,27 @@
 // Depthwise kernels for short channel-first rows: forward, and backward (dx, dw, db) in one pass.
-// Stride 1, dilation 1, K <= 32, 0 <= pad_left < K and pad_right < K, rows of any alignment (unit
-// stride along L), float / half / bfloat16 activations. Torch-free; the path choice is in
-// depthwise_launch.cuh (`rows_fit`, `Tuning::rows`).
+// Stride 1, dilation 1, K <= 32, 0 <= pad_left < K, rows of up to 2048 at any alignment (unit
+// stride along L), float / half / bfloat16 activations. Torch-free; which problems take them is
+// decided in depthwise_launch.cuh (`rows_apply`, `rows_preferred`, `rows_plan`, `Tuning::rows`).
 //
 // Why: the other channel-first kernels give a row (or a row tile) to a whole block or to a warp
 // item of 512-1024 outputs. A speech model's rows are a few hundred positions long (FastConformer
 // L 210, Citrinet 250, Conformer 500), so most of their threads idle and each block keeps a few
 // hundred bytes in flight: 0.35-1.2 TB/s at B128 C512 L210 (csrc/NOTES.md, thirty-seventh session).
-// Here one warp handles whole rows, several per pass, and the rows of a row are never split.
+// Here one warp handles whole rows, several per pass; a row is never split.
 //
 // Blocks: one channel c and a range of batch rows (grid = C x split), so the channel's taps stay in
 // registers and the weight-gradient partial sums accumulate in registers across the block's rows.
 // Each warp works alone on its own rows and its own shared memory (no block barrier until the
 // backward's final reduction):
-//   1. stage: its rows of x (and dy) into shared memory element by element, lanes on consecutive
-//      elements (coalesced at any alignment), with the zero padding written in, 8 loads per lane in
-//      flight; staged so that every window below starts on an 8-element boundary;
+//   1. stage: its rows of x (and dy) into shared memory in 16-byte chunks, shifted from the row's
+//      alignment to the staged one (`rows_stage`), with the zero padding written in, so that every
+//      window below starts on an 8-element boundary;
 //   2. compute: lane items of 8 consecutive outputs; the window (8 + KP - 1 elements) is read as
 //      aligned 8-element vectors, widened to float, and the taps run unrolled with compile-time
-//      indices (KP = K padded to 4 / 8, the padded taps skipped by a uniform test, never multiplied
-//      by zero, so inf and NaN propagate as in the reference);
-//   3. store: the outputs from shared memory, lanes on consecutive elements.
+//      indices (KP = K padded to 4, 8, 12, 16, 24 or 32; the padded taps are skipped by a uniform
+//      exit, never multiplied by zero, so inf and NaN propagate as in the reference);
+//   3. store: the outputs from shared memory in 16-byte chunks aligned to the destination row
+//      (`rows_store`), element by element at the row's ends.
 //
 // Index maps (s = 1, d = 1, P = pad_left, KP >= K):
 //   forward  y[j]  = bias + sum_{k<K} w[k] x[j - P + k];        staged xs[q] = x[q - P]
