@@ -199,6 +199,11 @@ _NOTHING_TO_RECORD = 1  # eager, no gradient wanted: below the Autograd key
 _RECORD = 2  # eager, some input requires grad: the plain autograd.Function
 
 
+# Whether autocast is on for any device: one C call, where reading x.device for the per-device
+# test costs a device object per call (H200 host: host time is what bounds small layers).
+_any_autocast = getattr(torch._C, "_is_any_autocast_enabled", lambda: True)
+
+
 def _call_mode(x: torch.Tensor, *tensors: torch.Tensor | None) -> int:
     """_RECORD when eager (not traced), grad mode on, no autocast, and some input requires grad.
     With nothing to record the operator runs below the Autograd key: Function.apply costs host time
@@ -207,7 +212,7 @@ def _call_mode(x: torch.Tensor, *tensors: torch.Tensor | None) -> int:
     redispatches through Python (H200 host, B1 C8->16 L16 bf16 under no_grad, per call: separable
     32-49 -> 26-27 us, depthwise 31-34 -> 20-25 us). Traced graphs and autocast take the operator
     as registered."""
-    if torch.compiler.is_compiling() or torch.is_autocast_enabled(x.device.type):
+    if torch.compiler.is_compiling() or (_any_autocast() and torch.is_autocast_enabled(x.device.type)):
         return _TRACED
     if torch.is_grad_enabled() and (
             x.requires_grad or any(t is not None and t.requires_grad for t in tensors)):
