@@ -1,4 +1,5 @@
-"""Device-time helpers shared by the A/B scripts (depthwise_phases_ab.py, depthwise_rows_ab.py)."""
+"""Device-time helpers shared by the A/B scripts (depthwise_phases_ab.py, depthwise_rows_ab.py,
+separable_ab.py)."""
 
 from __future__ import annotations
 

@@ -13,29 +13,22 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import torch
 import torch.nn.functional as F
 
 import sepconv1d
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _device_timing import device_time_us as _device_time_us  # noqa: E402
+
 MODES = {"ws": "1", "uniform": "uniform", "mma": "0"}
 
 
 def device_time_us(fn, calls: int = 30) -> float:
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(3):
-        torch.cuda._sleep(int(1e8))  # the calls below queue behind it: device time only
-        start.record()
-        for _ in range(calls):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / calls * 1000.0)
-    return sorted(times)[1]
+    """Device time of fn() in us (_device_timing.device_time_us, for calls without an input index)."""
+    return _device_time_us(lambda _i: fn(), calls)
 
 
 def bench(name, b, cin, cout, length, k, dtype, channels_last=False, stride=1, dilation=1):
