@@ -10,7 +10,18 @@ Per case and implementation (us per step; rounds alternate ours / eager in one p
   bench   triton's do_bench of one step with its L2 flush, as the benchmark times it.
 A step whose host time exceeds its device time is host-bound: its benchmark time follows the host.
 --profile adds torch.profiler's host-side table (self CPU time per op or CUDA runtime call, per
-step) of our step and of eager's.
+step) of our step and of eager's; --ab-env VAR=value adds ours with that switch set.
+
+Other modes (one per run):
+  --timeline  our step's segments on one clock: forward call, autograd's hand-off to its device
+              thread, our backward function, the backward operator, the hand-back;
+  --split     host time of pieces: raw operators, a Function with canned gradients, one launch,
+              one allocation;
+  --thread    the backward operator timed inside the engine's backward call against the calling
+              thread;
+  --op-ab     the backward operator alone with and without --ab-env VAR=value (p20 and median).
+Cases are "name/precision": the benchmark's model names (bench.MODEL_SHAPES), "seed" or "tiny",
+with tf32, bf16 or fp16.
 """
 
 from __future__ import annotations
@@ -24,40 +35,32 @@ import torch
 import torch.nn.functional as tF
 
 import sepconv1d.functional as F
+from sepconv1d.bench import MODEL_SHAPES, Case
 
-# (name, B, Cin, Cout, K, L, stride, dilation, padding); as bench.py's MODEL_SHAPES.
-SHAPES = {
-    "Conformer": (32, 512, 512, 31, 500, 1, 1, "same"),
-    "FastConformer-stream": (128, 512, 512, 9, 210, 1, 1, "causal"),
-    "QuartzNet-first": (32, 64, 256, 33, 1670, 2, 1, "same"),
-    "QuartzNet-block": (32, 512, 512, 63, 835, 1, 1, "same"),
-    "Citrinet-1024": (32, 1024, 1024, 11, 250, 1, 1, "same"),
-    "Vocos-ConvNeXt": (16, 512, 1536, 7, 1024, 1, 1, "same"),
-    "SNAC-decoder": (4, 96, 96, 7, 88200, 1, 9, "same"),
-    "seed": (32, 256, 512, 9, 4096, 1, 1, "same"),
-    "tiny": (2, 8, 16, 3, 64, 1, 1, "same"),
-}
+# The benchmark's model shapes (bench.MODEL_SHAPES), the seed shape and a tiny layer.
+EXTRA_SHAPES = {"seed": (32, 256, 512, 9, 4096, 1, 1, "same"), "tiny": (2, 8, 16, 3, 64, 1, 1, "same")}
 DTYPES = {"tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 DEFAULT = ["QuartzNet-first/tf32", "QuartzNet-first/fp16", "Vocos-ConvNeXt/bf16", "Conformer/fp16",
            "tiny/bf16"]
 
 
-def pads(k, stride, dilation, padding):
-    total = dilation * (k - 1)
-    if padding == "causal":
-        return total, 0
-    if stride > 1:
-        return total // 2, total // 2
-    return total // 2, total - total // 2
+def shape(case):
+    """(B, Cin, Cout, K, L, stride, dilation, (pad_left, pad_right), L_out) of "name/precision"."""
+    name = case.split("/")[0]
+    found = {m[0]: m[1:9] for m in MODEL_SHAPES} | EXTRA_SHAPES
+    if name not in found:
+        raise SystemExit(f"unknown case {name!r}; known: {', '.join(found)}")
+    b, cin, cout, k, length, stride, dil, padding = found[name]
+    c = Case("separable", "model", b, cin, length, k, Cout=cout, stride=stride, dilation=dil,
+             padding=padding)
+    return b, cin, cout, k, length, stride, dil, c.pads, c.L_out
 
 
-def make_steps(name, prec, ab_env=None):
+def make_steps(case, ab_env=None):
     """Training steps of one case: ours, eager, and with ab_env ("VAR=value") ours with that
     environment variable set around each step (for switches the extension reads per call)."""
-    b, cin, cout, k, length, stride, dil, padding = SHAPES[name]
-    dt = DTYPES[prec]
-    pl, pr = pads(k, stride, dil, padding)
-    lo = (length + pl + pr - dil * (k - 1) - 1) // stride + 1
+    b, cin, cout, k, length, stride, dil, (pl, pr), lo = shape(case)
+    dt = DTYPES[case.split("/")[1]]
     dev = "cuda"
     dw = (torch.randn(cin, k, device=dev, dtype=dt) / k**0.5).requires_grad_()
     dwb = (0.1 * torch.randn(cin, device=dev, dtype=dt)).requires_grad_()
@@ -103,14 +106,12 @@ def make_steps(name, prec, ab_env=None):
     return out
 
 
-def split_steps(name, prec):
+def split_steps(case):
     """Pieces of our step and eager's, for --split: each a call of one argument (the input set)."""
     from sepconv1d import _ops
 
-    b, cin, cout, k, length, stride, dil, padding = SHAPES[name]
-    dt = DTYPES[prec]
-    pl, pr = pads(k, stride, dil, padding)
-    lo = (length + pl + pr - dil * (k - 1) - 1) // stride + 1
+    b, cin, cout, k, length, stride, dil, (pl, pr), lo = shape(case)
+    dt = DTYPES[case.split("/")[1]]
     ops = torch.ops.sepconv1d
     dw = (torch.randn(cin, k, device="cuda", dtype=dt) / k**0.5).requires_grad_()
     dwb = (0.1 * torch.randn(cin, device="cuda", dtype=dt)).requires_grad_()
@@ -169,11 +170,8 @@ def split_steps(name, prec):
 def backward_args(case):
     """(dy, x, dw, dw_bias, pw, (stride, pad_left, pad_right, dilation, allow_tf32)) of a case
     "name/precision": the backward operator's tensor arguments and hyper-parameters."""
-    name, prec = case.split("/")
-    b, cin, cout, k, length, stride, dil, padding = SHAPES[name]
-    dt = DTYPES[prec]
-    pl, pr = pads(k, stride, dil, padding)
-    lo = (length + pl + pr - dil * (k - 1) - 1) // stride + 1
+    b, cin, cout, k, length, stride, dil, (pl, pr), lo = shape(case)
+    dt = DTYPES[case.split("/")[1]]
     return (torch.randn(b, cout, lo, device="cuda", dtype=dt), torch.randn(b, cin, length, device="cuda", dtype=dt),
             torch.randn(cin, k, device="cuda", dtype=dt), torch.randn(cin, device="cuda", dtype=dt),
             torch.randn(cout, cin, device="cuda", dtype=dt), (stride, pl, pr, dil, True))
@@ -276,8 +274,7 @@ def run_timeline(cases, rounds, n):
     _ops._SeparableFunction.backward = staticmethod(timed_backward)
     try:
         for case in cases:
-            name, prec = case.split("/")
-            steps = make_steps(name, prec)
+            steps = make_steps(case)
             segs = {}
             for impl in ("ours", "eager"):
                 fwd, grad = steps[impl + "_parts"]
@@ -346,8 +343,7 @@ def run_op_ab(cases, rounds, n, ab_env):
 
 def run_split(cases, rounds, n):
     for case in cases:
-        name, prec = case.split("/")
-        pieces = split_steps(name, prec)
+        pieces = split_steps(case)
         host = {k: [] for k in pieces}
         for _ in range(rounds):
             for k, fn in pieces.items():
@@ -442,8 +438,7 @@ def main():
         return
     print(f"{'case':<26} {'impl':<6} {'host':>7} {'device':>7} {'bench':>7}   (us per step, medians of rounds)")
     for case in args.cases:
-        name, prec = case.split("/")
-        steps = make_steps(name, prec, args.ab_env)
+        steps = make_steps(case, args.ab_env)
         steps = {k: v for k, v in steps.items() if not k.endswith("_parts")}
         res = {k: {"host": [], "device": [], "bench": []} for k in steps}
         for _ in range(args.rounds):
