@@ -39,25 +39,29 @@ def main() -> None:
     # The tensor-core depthwise reading the weights as they are, with both biases and a last chunk
     # of channels partly past Cin (136 = 64 + 64 + 8, 520 = 8 x 64 + 8); K 7 in one block of 16
     # taps, K 17, 31 and 63 in 2, 3 and 5. Pass-major (Cin 136), and chunk-major (Cin 520; x by
-    # tensor map, W as boxes of the raw weights refilled by the consumers); rows of 1001 (not
-    # 16-byte aligned: staged in 4-byte pairs, alternating parity) on both forms. y rows of 1004,
-    # 1002 and 1001 take the epilogue's lane-pair, pair and shifted-pair stores of full tiles.
-    for dtype, batch, cin, k, length, cm in (
-            (torch.bfloat16, 32, 136, 7, 1000, "0"), (torch.float16, 32, 136, 7, 1000, "0"),
-            (torch.float16, 32, 136, 17, 1000, "0"), (torch.bfloat16, 32, 136, 31, 1000, "0"),
-            (torch.bfloat16, 4, 520, 31, 1000, "1"), (torch.float16, 4, 520, 63, 1000, "1"),
-            (torch.bfloat16, 32, 136, 31, 1001, "0"), (torch.float16, 4, 520, 63, 1001, "1"),
-            (torch.bfloat16, 32, 136, 7, 1004, "0"), (torch.float16, 32, 136, 7, 1002, "0"),
-            (torch.float32, 32, 136, 7, 1001, "0")):
+    # tensor map, W as boxes of the raw weights refilled by the consumers); rows of 1001 and 210
+    # (not 16-byte aligned: staged in 16-byte units, each row at its own shift, the cells before
+    # a row's start cleared; "pairs": in 4-byte pairs, alternating parity) on both forms. y rows of
+    # 1004, 1002 and 1001 take the epilogue's lane-pair, pair and shifted-pair stores of full tiles.
+    for dtype, batch, cin, k, length, cm, rows in (
+            (torch.bfloat16, 32, 136, 7, 1000, "0", ""), (torch.float16, 32, 136, 7, 1000, "0", ""),
+            (torch.float16, 32, 136, 17, 1000, "0", ""), (torch.bfloat16, 32, 136, 31, 1000, "0", ""),
+            (torch.bfloat16, 4, 520, 31, 1000, "1", ""), (torch.float16, 4, 520, 63, 1000, "1", ""),
+            (torch.bfloat16, 32, 136, 31, 1001, "0", ""), (torch.float16, 4, 520, 63, 1001, "1", ""),
+            (torch.bfloat16, 32, 136, 31, 1001, "0", "pairs"), (torch.float16, 4, 520, 63, 1001, "1", "pairs"),
+            (torch.bfloat16, 64, 136, 9, 210, "0", ""),
+            (torch.bfloat16, 32, 136, 7, 1004, "0", ""), (torch.float16, 32, 136, 7, 1002, "0", ""),
+            (torch.float32, 32, 136, 7, 1001, "0", "")):
         os.environ["SEPCONV1D_WS_CM"] = cm
+        os.environ["SEPCONV1D_WS_ROWS16"] = "0" if rows == "pairs" else "1"
         x = torch.randn(batch, cin, length, device="cuda", dtype=dtype)
         dw, dwb = torch.randn(cin, 1, k, device="cuda", dtype=dtype), torch.randn(cin, device="cuda", dtype=dtype)
         pw, pwb = torch.randn(300, cin, 1, device="cuda", dtype=dtype), torch.randn(300, device="cuda", dtype=dtype)
         y = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
         torch.cuda.synchronize()
         print(dtype, f"Cin {cin} K {k} L {length} with biases", "chunk-major" if cm == "1" else "pass-major",
-              tuple(y.shape))
-    del os.environ["SEPCONV1D_WS_CM"]
+              rows, tuple(y.shape))
+    del os.environ["SEPCONV1D_WS_CM"], os.environ["SEPCONV1D_WS_ROWS16"]
     # The chunk-major form (the h ring of an item does not fit): Cin 1024, and Cin 520 with a long
     # dilated window (the dilated kernel: SEPCONV1D_SEP_PHASES=0); 3 Cout tiles, so one block has 2
     # passes side by side and another 1. Then K 87 dilation 2 over phase rows (the default there).

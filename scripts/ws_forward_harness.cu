@@ -22,6 +22,8 @@
 //   ZERO_X=1     x all zeros: the same work on data that does not toggle
 //   LONG=1       also 20000 calls back to back (sustained load: the H200 reaches its power cap,
 //                csrc/NOTES.md "Twenty-fourth session")
+// Where L % 8 != 0 (16-bit rows not 16-byte aligned) it runs the kernel without the x tensor map,
+// rows staged in 16-byte units (kLoadRows16), as the library does (NOROWS16=1: in 4-byte pairs).
 //   YPAD=n       y rows of L + n elements (rows that are not 16-byte aligned take the epilogue's
 //                other store paths)
 //   NORUNS=1     the tensor-core depthwise kernel without the run epilogue (wg_store_runs) where
@@ -190,17 +192,23 @@ int main(int argc, char** argv) {
 #ifdef HARNESS_FFMA
   // x by tensor map: pass-major only for the FFMA depthwise.
   const auto kernel = sep_fwd_ws_kernel<T, BN, false, kG, kSC, kG == 0, false>;
+  constexpr bool words = false, rows16_off = true;
 #else
   const auto kernel = sep_fwd_ws_kernel<T, BN, false, kG, kSC, true, true>;
   // The run epilogue's kernel, where the library takes it (ws_perm_rows_fit).
   const auto kernel_runs = sep_fwd_ws_kernel<T, BN, false, kG, kSC, true, true, kG == 0>;
+  // Rows that are not 16-byte aligned (L % 8 != 0): no tensor map, the pairs' kernel.
+  const auto kernel_words = sep_fwd_ws_kernel<T, BN, false, kG, kSC, false, true>;
+  const bool words = (int64_t(L) * sizeof(T)) % 16 != 0;
+  const bool rows16_off = std::getenv("NOROWS16") != nullptr;
 #endif
   // x by tensor map wherever pass-major (the loader warpgroup depends on it for TF32)
-  const int threads = ws_threads(ws_has_loader<T, BN>(kG, kG == 0));
+  const int threads = ws_threads(ws_has_loader<T, BN>(kG, kG == 0 && !words));
   std::vector<FwdPlan> plans(NS);
   for (int s = 0; s < NS; ++s) {
     FwdPlan& plan = plans[s];
-    const View3 xv{xs[s], int64_t(Cin) * L, L, 1};
+    View3 xv{xs[s], int64_t(Cin) * L, L, 1};
+    xv.rows16 = words && !rows16_off;  // as the library: 16-byte units where the plan takes them
     const int64_t ysb = int64_t(Cout) * ypitch;
     const bool planned =
         kG > 0 ? plan_fwd_ws_cm<T, BN, false, kG>(g, xv, ys[s], ysb, ypitch, 1, caps, plan)
@@ -210,12 +218,12 @@ int main(int argc, char** argv) {
                    kG > 0 ? " chunk-major" : "");
       return 1;
     }
-    if (!ws_x_map_fits<false>(plan.p)) {
+    if (!words && !ws_x_map_fits<false>(plan.p)) {
       std::fprintf(stderr, "x's window does not fit a tensor-map box\n");
       return 1;
     }
 #ifndef HARNESS_FFMA
-    if (!mma_dw_fits<T, T, BN>(plan.p)) {
+    if (words ? !mma_dw_words_fit<T, T, BN>(plan.p) : !mma_dw_fits<T, T, BN>(plan.p)) {
       std::fprintf(stderr, "the tensor-core depthwise does not fit this K (build with -DHARNESS_FFMA)\n");
       return 1;
     }
@@ -224,7 +232,7 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&ws, plan.ws_bytes));
     bind_fwd_workspace(plan, ws, pw, Cin, 1, pwb, dw, dwb, false);
     // The library's own encodings (csrc/cuda/tensor_maps.cuh).
-    if (!encode_x_map<T>(plan.p, B, WsTile<T, BN>::BK)) {
+    if (!words && !encode_x_map<T>(plan.p, B, WsTile<T, BN>::BK)) {
       std::fprintf(stderr, "cuTensorMapEncodeTiled failed\n");
       return 1;
     }
@@ -243,10 +251,12 @@ int main(int argc, char** argv) {
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(plans[0].smem)));
 #ifndef HARNESS_FFMA
   CK(cudaFuncSetAttribute(kernel_runs, cudaFuncAttributeMaxDynamicSharedMemorySize, int(plans[0].smem)));
+  CK(cudaFuncSetAttribute(kernel_words, cudaFuncAttributeMaxDynamicSharedMemorySize, int(plans[0].smem)));
   // NORUNS=1: the kernel without the run epilogue wherever the library would take it.
   const char* noruns = std::getenv("NORUNS");
-  const bool runs = kG == 0 && ws_perm_rows_fit(plans[0].p) && (noruns == nullptr || !*noruns);
-  std::printf("epilogue: %s\n", runs ? "runs (h in perm_h_row's order)" : "traded vectors");
+  const bool runs = !words && kG == 0 && ws_perm_rows_fit(plans[0].p) && (noruns == nullptr || !*noruns);
+  std::printf("epilogue: %s%s\n", runs ? "runs (h in perm_h_row's order)" : "traded vectors",
+              words ? (rows16_off ? "; x rows in 4-byte pairs" : "; x rows in 16-byte units") : "");
 #endif
   std::printf("plan: %lld blocks, %lld B shared, %d W stages, %d h slots, %d items, %d Cout passes per item\n",
               static_cast<long long>(plans[0].blocks), static_cast<long long>(plans[0].smem),
@@ -257,6 +267,10 @@ int main(int argc, char** argv) {
     if (with_prep) sep_prep_kernel<T, T, float, kTf32><<<unsigned(plans[s].prep_blocks), 256>>>(plans[s].pp);
 #endif
 #ifndef HARNESS_FFMA
+    if (words) {
+      kernel_words<<<unsigned(plans[s].blocks), threads, size_t(plans[s].smem)>>>(plans[s].p);
+      return;
+    }
     if (runs) {
       kernel_runs<<<unsigned(plans[s].blocks), threads, size_t(plans[s].smem)>>>(plans[s].p);
       return;

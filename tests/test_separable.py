@@ -318,21 +318,26 @@ def test_producer_tensor_core_depthwise_long_kernels_match_reference(device, mon
                                    f"K={kernel_size} pads={pads} BN<={max_bn} chunk-major first={cm}")
 
 
+@pytest.mark.parametrize("staging", ["units", "pairs"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_producer_tensor_core_depthwise_word_rows_match_reference(device, monkeypatch, dtype):
+def test_producer_tensor_core_depthwise_word_rows_match_reference(device, monkeypatch, dtype, staging):
     """Channel-first rows that are not 16-byte aligned (L % 8 != 0 in 16-bit, as Conformer's 500
-    and QuartzNet's 835) get no tensor map: the producers stage them in 4-byte pairs, each row
-    from its own element parity, and the tensor-core depthwise shifts each channel's taps by it.
-    Even L (every row at the base's parity: an aligned base, and an odd one), odd L (rows
-    alternate), K 1 to 63, several left paddings, pass-major 128 / 64 and chunk-major, 72 channels
-    (a ragged second chunk), against float64."""
+    and QuartzNet's 835) get no tensor map: the producers stage them in 16-byte units from each
+    row's unit at or below its window, each row at its own element shift of 0-7 (the default), or
+    with SEPCONV1D_WS_ROWS16=0 in 4-byte pairs, each row at its own parity; the tensor-core
+    depthwise reads each channel from its shift. L % 8 of 4 (an aligned base, and an odd one:
+    every row odd), 2 from an odd base, 5 and 7 (rows at every shift), K 1 to 63, several left
+    paddings (the cells before a row's start cleared), pass-major 128 / 64 and chunk-major, 72
+    channels (a ragged second chunk), against float64."""
     if device != "cuda":
         pytest.skip("CUDA kernel selection")
     tolerance = tolerance_for(dtype)
     cin, cout = 72, 200
     monkeypatch.setenv("SEPCONV1D_WGMMA", "1")
     monkeypatch.setenv("SEPCONV1D_WS_DWMMA", "1")
-    for length, odd_base in ((1020, False), (1020, True), (1021, False)):
+    monkeypatch.setenv("SEPCONV1D_WS_ROWS16", "1" if staging == "units" else "0")
+    for length, odd_base in ((1020, False), (1020, True), (1021, False), (1018, True), (1023, False),
+                             (210, False)):
         batch = _batch_for_one_group(length)
         if odd_base:  # elements 1-1020 of rows of 1022: every row starts at an odd element
             x = make_activation(batch, cin, length + 2, dtype, device)[:, :, 1:length + 1]
@@ -341,11 +346,11 @@ def test_producer_tensor_core_depthwise_word_rows_match_reference(device, monkey
         for max_bn, cm in (("128", "0"), ("64", "0"), ("128", "1")):
             monkeypatch.setenv("SEPCONV1D_WS_BN", max_bn)
             monkeypatch.setenv("SEPCONV1D_WS_CM", cm)
-            for kernel_size, pad_left in ((1, 0), (7, 3), (9, 4), (9, 5), (11, 5), (16, 8), (31, 15),
+            for kernel_size, pad_left in ((1, 0), (7, 3), (9, 4), (9, 5), (9, 8), (11, 5), (16, 8), (31, 15),
                                           (31, 2), (63, 31)):
                 pads = (pad_left, kernel_size - 1 - pad_left)
                 _check_biased_case(x, cout, kernel_size, pads, tolerance,
-                                   f"L={length} odd base={odd_base} K={kernel_size} pads={pads} "
+                                   f"L={length} odd base={odd_base} staging={staging} K={kernel_size} pads={pads} "
                                    f"BN<={max_bn} chunk-major first={cm}")
 
 

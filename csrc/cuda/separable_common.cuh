@@ -30,7 +30,10 @@ enum GemmKind : int { kGemmMma16 = 0, kGemmTf32 = 1, kGemmSimt = 2, kGemmWg = 3 
 enum DwMode : int { kModeVec = 0, kModeWin = 1, kModeGen = 2 };
 // How a channel-first x window is staged (DwParams::vec_load): 16-byte cp.async (rows 16-byte
 // aligned), 4-byte cp.async of element pairs (16-bit x, rows 2-byte aligned), else elements.
-enum DwLoad : int { kLoadElems = 0, kLoadVec16 = 1, kLoadWords = 2 };
+// kLoadRows16: 16-bit rows that are not 16-byte aligned, for the warp-specialised kernels' tensor-core
+// depthwise only (compute_mma<true>): 16-byte cp.async from the 16-byte unit at or below each
+// row's window start, so row c's window starts at its own element shift (0-7; DwStage::offset).
+enum DwLoad : int { kLoadElems = 0, kLoadVec16 = 1, kLoadWords = 2, kLoadRows16 = 3 };
 
 template <typename T>
 struct AccOf {
@@ -390,6 +393,10 @@ struct DwStage {
       return static_cast<int>((reinterpret_cast<uintptr_t>(a) >> 1) & 1u) |
              static_cast<int>((d.xsc & 1) << 1);
     }
+    if (d.vec_load == kLoadRows16) {  // row c0's shift: x[b, c0, p0]'s element within its unit
+      const Tx* a = static_cast<const Tx*>(d.x) + b * d.xsb + static_cast<int64_t>(c0) * d.xsc + p0;
+      return static_cast<int>((reinterpret_cast<uintptr_t>(a) >> 1) & 7u);
+    }
     return 0;
   }
   __device__ static int row_off(const DwParams& d, int off, int c) {
@@ -466,6 +473,32 @@ struct DwStage {
             cp_async16(dst + v * kV, src, bytes);
           }
         }
+      } else if (d.vec_load == kLoadRows16) {
+        // 16-bit rows that are not 16-byte aligned, in whole 16-byte units: row c from position
+        // p0 - s (s = (off + c xsc) & 7, its element within its unit). Units wholly outside the
+        // row read as zeros, the one across its end keeps only the row's elements; the one
+        // across its start is copied whole (the elements before it are the storage's, inside
+        // that unit) and cleared by clear_heads once it has landed.
+        if constexpr (sizeof(Tx) == 2) {
+          const int vpr = d.xpitch / kV;
+          const int xsc7 = static_cast<int>(d.xsc & 7);
+          for (int c = r0; c < CH; c += kRowStep) {
+            const int64_t pa = p0 - ((off + c * xsc7) & 7);
+            const Tx* row = xb + static_cast<int64_t>(c0 + c) * d.xsc + pa;
+            Tx* dst = xs + c * d.xpitch;
+            const bool live = c < cvalid;
+            for (int v = v0; v < vpr; v += kTpr) {
+              const int64_t pos = pa + static_cast<int64_t>(v) * kV;
+              const Tx* src = dummy;
+              int bytes = 0;
+              if (live && pos + kV > 0 && pos < d.L) {
+                src = row + v * kV;
+                bytes = static_cast<int>(min64(kV, d.L - pos)) * static_cast<int>(sizeof(Tx));
+              }
+              cp_async16(dst + v * kV, src, bytes);
+            }
+          }
+        }
       } else if (d.vec_load == kLoadWords) {
         // 16-bit x whose rows are not 16-byte aligned (L not a multiple of 8): 4-byte copies of
         // aligned element pairs, row c from position p0 - row_off(off, c); the pairs that straddle
@@ -532,6 +565,25 @@ struct DwStage {
             *dst = Tx(0.0f);
           }
         }
+      }
+    }
+  }
+
+  // kLoadRows16: zeroes the cells before position 0 that load copied with the unit across a row's
+  // start (only windows that start within 7 positions of it), in the units this thread copied
+  // (after its copies have landed, before the producers' barrier). Same arguments as load.
+  __device__ static void clear_heads(const DwParams& d, int64_t p0, int off, Tx* xs, int tid) {
+    if (d.vec_load != kLoadRows16 || p0 >= kV) return;
+    tid = opaque(tid);
+    const int r0 = tid / kTpr, v0 = tid % kTpr;
+    const int xsc7 = static_cast<int>(d.xsc & 7);
+    for (int c = r0; c < CH; c += kRowStep) {
+      const int64_t pa = p0 - ((off + c * xsc7) & 7);
+      for (int v = v0; pa + static_cast<int64_t>(v) * kV < 0; v += kTpr) {
+        const int64_t pos = pa + static_cast<int64_t>(v) * kV;
+        if (pos + kV <= 0) continue;  // zero-filled by load
+        Tx* dst = xs + c * d.xpitch + v * kV;
+        for (int j = 0; pos + j < 0; ++j) dst[j] = Tx(0.0f);
       }
     }
   }
@@ -661,9 +713,10 @@ struct DwStage {
   }
   // dws: the chunk's raw taps and biases as load_raw_taps leaves them (channels past cv are stale
   // and masked); h = X D + bias, rounded once.
-  // kWordRows: rows staged in 4-byte pairs (kLoadWords: x rows not 16-byte aligned), row c from
-  // position p0 - row_off(off, c), so each channel has its own sh = row_off (0 or 1) and off_a = 0;
-  // the block count is that of the worst parity present.
+  // kWordRows: rows not 16-byte aligned, each at its own shift s = (s0 + c xsc) & m from position
+  // p0: staged in 4-byte pairs (kLoadWords: m = 1, s0 = off & 1, row c from p0 - row_off(off, c))
+  // or in 16-byte units (kLoadRows16: m = 7, s0 = off). Each channel reads from the even element
+  // s & 6 with its own sh = s & 1 in the taps; the block count is that of the worst parity present.
   // kPermRows: h rows in perm_h_row's order (for wg_store_runs).
   template <bool kWordRows = false, bool kPermRows = false>
   __device__ static void compute_mma(const DwParams& d, const Tx* xs, const Tacc* dws, Tm* hs,
@@ -679,6 +732,11 @@ struct DwStage {
 #pragma unroll
     for (int e = 0; e < 4; ++e) t0[e] = 2 * q - g - sh + (e & 1) + 8 * (e >> 1);
     const Tx* xrow = xs + (8 * wp) * d.xpitch + off_a + 8 * g + 2 * q;
+    // kWordRows: row ci's shift is (s0 + (8 wp + ci) xsc) & m = (s0 + ci xsc) & m (8 xsc = 0 mod 8).
+    const bool units = kWordRows && d.vec_load == kLoadRows16;
+    const int rmask = units ? 7 : 1;
+    const int s0 = kWordRows ? (units ? off : off & 1) : 0;
+    const int xsc7 = kWordRows ? static_cast<int>(d.xsc & 7) : 0;
     const unsigned short* taps = reinterpret_cast<const unsigned short*>(dws);
     const unsigned short* wrow = taps + (8 * wp) * d.K;
     const Tx* brow =
@@ -697,7 +755,8 @@ struct DwStage {
     auto block = [&](int b) {
 #pragma unroll
       for (int ci = 0; ci < 8; ++ci) {
-        const Tx* row = xrow + ci * d.xpitch + 16 * b;
+        const int sft = kWordRows ? (s0 + ci * xsc7) & rmask : 0;
+        const Tx* row = xrow + ci * d.xpitch + (sft & 6) + 16 * b;
         uint32_t a[4];
         a[0] = ld_pair(row);
         a[2] = ld_pair(row + 8);
@@ -708,8 +767,7 @@ struct DwStage {
           a[1] = a[3] = 0u;  // rows 8-15 (outputs 64-127) are not stored
         }
         const unsigned short* w = wrow + ci * d.K;
-        // Channel 8 wp + ci's parity: 8 wp is even, so row_off's channel term is ci's.
-        const int shc = kWordRows ? (off ^ ((off >> 1) & ci)) & 1 : 0;
+        const int shc = sft & 1;
         uint32_t bv[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
@@ -721,7 +779,7 @@ struct DwStage {
       }
     };
     // One block (K <= 9) apart, so that it keeps its unrolled form (a loop cost the seed 2%).
-    const int nb = mma_dw_blocks(d.K, kWordRows ? (off | (off >> 1)) & 1 : off);
+    const int nb = mma_dw_blocks(d.K, kWordRows ? (s0 | xsc7) & 1 : off);
     if (nb == 1) {
       block(0);
     } else {

@@ -90,6 +90,14 @@ bool x_map_allowed() {
   return env == nullptr || std::atoi(env) != 0;
 }
 
+// Whether 16-bit rows that are not 16-byte aligned are staged in 16-byte units (kLoadRows16) rather
+// than 4-byte pairs for the tensor-core depthwise: SEPCONV1D_WS_ROWS16=0 (read per call:
+// comparisons, tests) keeps the pairs.
+bool rows16_allowed() {
+  const char* env = std::getenv("SEPCONV1D_WS_ROWS16");
+  return env == nullptr || std::atoi(env) != 0;
+}
+
 // Whether the warp-specialised producers run the depthwise on the tensor cores where mma_dw_fits.
 // Its cost grows with K by one MMA per 16 taps, the FFMA loop's by K FMAs per output: K 3 and 5
 // have compiled FFMA loops that are cheaper (seed bf16, device time: K 3 92.0 us FFMA / 94.4
@@ -242,8 +250,27 @@ bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
       }
     }
     // Rows that are not 16-byte aligned (L % 8 != 0 in 16-bit: Conformer L 500, QuartzNet 835):
-    // the tensor-core depthwise on rows staged in 4-byte pairs.
+    // the tensor-core depthwise on rows staged in 16-byte units from each row's unit at or below
+    // its window (planned again for that: the rows take up to 7 more elements), else in 4-byte
+    // pairs.
     if constexpr (mma_dw_types<Tx, Tw, BN>()) {
+      if (plan.p.dw.vec_load == kLoadWords && dw_mma_chosen(g.kernel_size) && rows16_allowed()) {
+        FwdPlan plan16;
+        View3 xv16 = xv;
+        xv16.rows16 = true;
+        const bool ok16 =
+            kG > 0 ? plan_fwd_ws_cm<Tx, BN, kXcl, kG>(g, xv16, y.data_ptr(), y.stride(0),
+                                                      y.stride(1), y.stride(2), caps, plan16)
+                   : plan_fwd_ws<Tx, BN, kXcl, kSC>(g, xv16, y.data_ptr(), y.stride(0),
+                                                    y.stride(1), y.stride(2), caps, plan16);
+        if (ok16 && plan16.p.dw.vec_load == kLoadRows16 &&
+            mma_dw_words_fit<Tx, Tw, BN>(plan16.p) &&
+            run_fwd_unprepared<Tx>(plan16, src, g, current_stream(x),
+                                   sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, false, true>, threads,
+                                   "sep_fwd_ws_kernel")) {
+          return true;
+        }
+      }
       if (mma_dw_words_fit<Tx, Tw, BN>(plan.p) && dw_mma_chosen(g.kernel_size) &&
           run_fwd_unprepared<Tx>(plan, src, g, current_stream(x),
                                  sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, false, true>, threads,

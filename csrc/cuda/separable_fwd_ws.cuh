@@ -415,6 +415,9 @@ __global__ void __launch_bounds__(ws_threads(ws_has_loader<Tx, BN>(kG, kXTma)), 
       while (true) {
         if constexpr (!kXLoader) {
           cp_async_wait_all();
+          // Rows in 16-byte units (kLoadRows16): this thread's copies across a row's start have
+          // landed; clear what they brought from before it.
+          if constexpr (kDwMma && !kXTma) Dw::clear_heads(p.dw, cur.p0, off_of(cur, k), xs(st), pt);
           // Every producer's part of X(item, k) has landed, and all finished the previous chunk
           // (so the other x buffer is free).
           named_bar_sync(1, kWsProducers);

@@ -27,6 +27,10 @@ struct DevCaps {
 struct View3 {
   const void* ptr;
   int64_t sb, sc, sl;
+  // Channel-first 16-bit x whose rows are not 16-byte aligned, stride 1, dilation 1: plan them
+  // in 16-byte units (kLoadRows16) instead of 4-byte pairs. Only for the warp-specialised kernels
+  // with the tensor-core depthwise on such rows (mma_dw_words_fit), the only readers of that layout.
+  bool rows16 = false;
 };
 
 inline bool aligned_to(const void* p, int64_t bytes) {
@@ -70,6 +74,8 @@ bool plan_dw(const ConvGeometry& g, const View3& x, DwParams& d, int64_t& xs_byt
                    ? kLoadVec16
                    : kLoadElems;
   }
+  const bool rows16 = !kXcl && x.rows16 && vec_load == kLoadWords && s == 1 && dl == 1 &&
+                      es == 2 && CH == 64 && (NPOS == 128 || NPOS == 64);
   int mode;
   int64_t je;  // outputs covered by the items (>= NPOS)
   if (s == 1) {
@@ -121,12 +127,19 @@ bool plan_dw(const ConvGeometry& g, const View3& x, DwParams& d, int64_t& xs_byt
         // Rows in 4-byte pairs may take the tensor-core depthwise at either parity.
         need = std::max<int64_t>(need, mma_dw_reach(K, 1, NPOS));
       }
+      if (rows16) {
+        // Rows in 16-byte units: each from its own shift of 0-7, odd ones only where the element
+        // parity of x's address, the channel stride or the batch stride is odd.
+        const bool odd = ((reinterpret_cast<uintptr_t>(x.ptr) / es + g.pad_left) & 1) ||
+                         (x.sc & 1) || (g.batch > 1 && (x.sb & 1));
+        need = std::max<int64_t>(need, mma_dw_reach(K, odd ? 7 : 6, NPOS));
+      }
     } else {
       need = kV + (NPOS - 1) * s + (K - 1) * dl;
     }
     if (need > kIntMax / (2 * CH)) return false;
     int64_t bytes;
-    if (odd_words) {
+    if (odd_words && !rows16) {
       bytes = round_up(need * es, 4);
       if ((bytes / 4) % 2 == 0) bytes += 4;  // odd number of words: conflict-free element reads
     } else {
@@ -135,6 +148,7 @@ bool plan_dw(const ConvGeometry& g, const View3& x, DwParams& d, int64_t& xs_byt
     }
     d.xpitch = static_cast<int>(bytes / es);
     d.npos = 0;
+    if (rows16) d.vec_load = kLoadRows16;
     xs_bytes = static_cast<int64_t>(CH) * bytes;
   } else {
     need = (mode == kModeWin) ? je + (K - 1) * dl : (NPOS - 1) * s + (K - 1) * dl + 1;
@@ -446,8 +460,10 @@ bool mma_dw_words_fit(const FwdParams& p) {
   if constexpr (!mma_dw_types<Tx, Tw, BN>()) {
     return false;
   } else {
-    return p.dw.vec_load == kLoadWords && p.dw.mode == kModeWin && p.dw.stride == 1 &&
-           p.dw.dil == 1 && p.dw.K >= 1 && mma_dw_reach(p.dw.K, 1, BN) <= p.dw.xpitch;
+    // kLoadRows16: plan_dw sized the rows for every shift they take.
+    return p.dw.mode == kModeWin && p.dw.stride == 1 && p.dw.dil == 1 && p.dw.K >= 1 &&
+           ((p.dw.vec_load == kLoadWords && mma_dw_reach(p.dw.K, 1, BN) <= p.dw.xpitch) ||
+            p.dw.vec_load == kLoadRows16);
   }
 }
 

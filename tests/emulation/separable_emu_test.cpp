@@ -315,15 +315,19 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
   // No preparation: the kernel reads the weights and biases as they are, W through the (emulated)
   // tensor map. The output and the workspace are poisoned to catch a missed store or any read of
   // the workspace.
-  auto run_unprepared = [&](auto kernel, const std::string& label, bool xtma_kernel) {
+  auto run_unprepared_plan = [&](auto kernel, const std::string& label, bool xtma_kernel,
+                                 const FwdPlan& with) {
     std::fill(y.buf.begin(), y.buf.end(), poison<Tx>());
     std::fill(ws.p, ws.p + plan.ws_bytes, static_cast<unsigned char>(0xff));
-    FwdPlan raw = plan;
+    FwdPlan raw = with;
     bind_fwd_unprepared(raw.p, P.pw.data(), c.pwb ? P.pwb.data() : nullptr, P.dw.data(),
                         c.dwb ? P.dwb.data() : nullptr);
     sepemu::launch(kernel, raw.blocks, ws_threads(ws_has_loader<Tx, BN>(kG, xtma_kernel)),
                    size_t(raw.smem), raw.p);
-    check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, plan, caps, label);
+    check_fwd<Tx, Tw, kCheckGemm>(P, y, kXcl, with, caps, label);
+  };
+  auto run_unprepared = [&](auto kernel, const std::string& label, bool xtma_kernel) {
+    run_unprepared_plan(kernel, label, xtma_kernel, plan);
   };
   if constexpr (!kXcl) {
     if (x_tma) {
@@ -362,6 +366,23 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
     if (!x_tma && mma_dw_words_fit<Tx, Tw, BN>(plan.p) && (c.Cin * sizeof(Tw)) % 16 == 0) {
       run_unprepared(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, false, true>, name + " words dwmma",
                      false);
+    }
+    // The same rows in 16-byte units, each at its own shift (kLoadRows16), planned again as the
+    // host does (launch_fwd_ws).
+    if (!x_tma && plan.p.dw.vec_load == kLoadWords && (c.Cin * sizeof(Tw)) % 16 == 0) {
+      View3 xv16 = P.x.view();
+      xv16.rows16 = true;
+      FwdPlan plan16;
+      const bool ok16 =
+          kG > 0 ? plan_fwd_ws_cm<Tx, BN, kXcl, kG>(g, xv16, y.ptr(), y.sb, y.sc, y.sl, caps, plan16)
+                 : plan_fwd_ws<Tx, BN, kXcl, kSC>(g, xv16, y.ptr(), y.sb, y.sc, y.sl, caps, plan16);
+      if (ok16 && plan16.p.dw.vec_load == kLoadRows16 && mma_dw_words_fit<Tx, Tw, BN>(plan16.p)) {
+        Buf ws16(plan16.ws_bytes);
+        bind_fwd_workspace(plan16, ws16.p, P.pw.data(), c.Cin, 1, c.pwb ? P.pwb.data() : nullptr,
+                           P.dw.data(), c.dwb ? P.dwb.data() : nullptr, false);
+        run_unprepared_plan(sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, false, true>,
+                            name + " rows16 dwmma", false, plan16);
+      }
     }
   }
 }
@@ -663,6 +684,13 @@ int main(int argc, char** argv) {
       {3, {2, 72, 260, 301, 7, 1, 1, 3, 3, false, 0, true, true, 64, 1}},
       {0, {2, 64, 200, 301, 3, 1, 1, 1, 1, false, 0, true, true, 65, 2}},
       {2, {2, 72, 260, 301, 7, 1, 1, 3, 3, false, 0, true, true, 66, 1}},
+      // Rows that are not 16-byte aligned in 16-byte units (kLoadRows16), each from its own
+      // shift: L 210 causal (every window across a row end, shifts 0, 2, 4, 6), L 500 K 31 (the
+      // heads of a 15-position padding), odd L from a misaligned base (all eight shifts, odd ones
+      // with two tap blocks), a padded second chunk (Cin 72).
+      {0, {2, 128, 200, 210, 9, 1, 1, 8, 0, false, 0, true, true, 67}},
+      {2, {1, 72, 260, 500, 31, 1, 1, 15, 15, false, 0, true, true, 68}},
+      {0, {2, 64, 200, 1023, 7, 1, 1, 3, 3, false, 1, true, true, 69}},
   };
   std::mt19937_64 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
