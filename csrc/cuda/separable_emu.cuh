@@ -229,6 +229,11 @@ inline uint32_t __float_as_uint(float f) {
   std::memcpy(&u, &f, 4);
   return u;
 }
+// (hi:lo) >> (shift & 31), the low 32 bits (CUDA's funnel shift right, clamped form aside).
+inline uint32_t __funnelshift_r(uint32_t lo, uint32_t hi, uint32_t shift) {
+  const uint64_t v = (uint64_t(hi) << 32) | lo;
+  return uint32_t(v >> (shift & 31u));
+}
 inline double __hiloint2double(int hi, int lo) {
   const uint64_t u = (uint64_t(uint32_t(hi)) << 32) | uint32_t(lo);
   double d;

@@ -251,6 +251,34 @@ __device__ __forceinline__ void row_shifted(const float* acc, int i, int h, int 
   v[2] = __shfl_sync(0xffffffffu, tq == 0 ? next0 : v[0], src);
 }
 
+// Rows of 16-bit y that are not 16-byte aligned, in whole 16-byte units: w holds the lane's 8
+// consecutive columns (row_octet), prev the 8 before them, a (1-7) the row's element offset within
+// its 16-byte unit; out gets elements [8 - a, 16 - a) of (prev, w), the unit that starts a columns
+// before w's first. Two selects by the word offset, then a funnel shift by the odd element.
+__device__ __forceinline__ void units_shift(const uint32_t (&prev)[4], const uint32_t (&w)[4],
+                                            int a, uint32_t (&out)[4]) {
+  const int sidx = 8 - a;  // first element taken, 1-7
+  const uint32_t cat[8] = {prev[0], prev[1], prev[2], prev[3], w[0], w[1], w[2], w[3]};
+  uint32_t t[6], u[5];
+#pragma unroll
+  for (int i = 0; i < 6; ++i) t[i] = (sidx & 4) ? cat[i + 2] : cat[i];
+#pragma unroll
+  for (int i = 0; i < 5; ++i) u[i] = (sidx & 2) ? t[i + 1] : t[i];
+  const uint32_t sh = (sidx & 1) ? 16u : 0u;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) out[k] = __funnelshift_r(u[k], u[k + 1], sh);
+}
+// Elements [e0, e1) of the packed 16-bit words w to dst[0, e1 - e0), one 2-byte store each (the
+// partial units at a tile's ends).
+template <typename Tx>
+__device__ __forceinline__ void store_elems(Tx* dst, const uint32_t (&w)[4], int e0, int e1) {
+  unsigned short* d = reinterpret_cast<unsigned short*>(dst) - e0;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    if (e >= e0 && e < e1) d[e] = static_cast<unsigned short>(w[e >> 1] >> (16 * (e & 1)));
+  }
+}
+
 // One 4-, 8- or 16-byte store of 32-bit words to global memory (dst aligned to its size), written
 // as one instruction, for the ragged tiles' epilogue: there the compiler merged the whole
 // vectors' stores with the partial ones' element stores and split them into words.
@@ -458,15 +486,54 @@ __device__ __forceinline__ void wg_store_tile(const FwdParams& p, float* acc,
     // "Twenty-ninth session"). Rows of 4-element alignment: lanes q and q ^ 1 trade one pair of
     // each two n8 tiles (2 G, 2 G + 1), so each lane stores 4 consecutive columns at once, even
     // lanes of tile 2 G and odd lanes of 2 G + 1; rows of 2-element alignment: pairs; rows of odd
-    // pitch: pairs shifted by one element where a row starts at an odd one.
+    // pitch: pairs shifted by one element where a row starts at an odd one. 16-bit rows not of
+    // 4-element alignment in pass-major BN 128 kernels: whole 16-byte units instead (kYUnits).
     const bool odd = tq & 1;
+    constexpr bool kYUnits = kRaggedVectors && sizeof(Tx) == 2 && BN == 128;
 #pragma unroll
     for (int i = 0; i < kMB; ++i) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const float bm = bias_pre[i * 2 + h];
         Tx* yrow = yb + static_cast<int64_t>(m0 + row_of(i, h)) * p.ysc + j0;
-        if (p.y_vec4) {
+        if (kYUnits && !p.y_vec4) {
+          // 16-bit rows of 2- or 4-byte alignment (pass-major BN 128 kernels): whole 16-byte units,
+          // each lane's 8 consecutive columns (segment m = 4 G + q, row_octet) shifted by the
+          // row's offset a within its unit, taking the a columns before them from the lane that
+          // holds segment m - 1 (lane q - 1, or for q = 0 lane 3's of the previous G); the units
+          // across the tile's two ends are written element by element (lane 0 at G 0, lane 3 at
+          // the last G). Rows whose start is 16-byte aligned store the segments as they are.
+          // Against pairs and shifted pairs (harness, us): seed shape at L 4094 175.5 -> 156.4,
+          // 4095 194.8 -> 180.6, B64 L 1001 112.8 -> 98.9, FastConformer L 210 86.4 -> 82.6; rows
+          // of 4-element alignment keep the 8-byte lane pairs (Conformer L 500 53.3 against 57.6
+          // in units), BN 64 its pairs (Citrinet L 250 95.3 against 102.3).
+          const int a = static_cast<int>((reinterpret_cast<uintptr_t>(yrow) / sizeof(Tx)) & 7);
+          const int src = (lane & ~3) | ((tq + 3) & 3);
+          uint32_t last[4] = {0u, 0u, 0u, 0u};  // lane 3: its previous segment
+#pragma unroll
+          for (int G = 0; G < kNJ / 4; ++G) {
+            uint32_t w[4], prev[4];
+            row_octet<Tx, BN>(acc, i, h, G, bm, tq, w);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+              prev[k] = __shfl_sync(0xffffffffu, tq == 3 ? last[k] : w[k], src);
+              last[k] = w[k];
+            }
+            Tx* seg = yrow + G * 32 + 8 * tq;
+            if (a == 0) {
+              store16(seg, w);
+            } else {
+              if (G > 0 || tq > 0) {
+                uint32_t out[4];
+                units_shift(prev, w, a, out);
+                store16(seg - a, out);
+              } else {
+                store_elems<Tx>(seg, w, 0, 8 - a);  // the tile's first columns
+              }
+              if (G == kNJ / 4 - 1 && tq == 3) store_elems<Tx>(seg + 8 - a, w, 8 - a, 8);
+            }
+          }
+        } else if (p.y_vec4) {
 #pragma unroll
           for (int G = 0; G < kNJ / 2; ++G) {
             Tx* dst = yrow + 16 * G + 2 * tq + (odd ? 6 : 0);
