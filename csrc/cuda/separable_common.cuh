@@ -393,7 +393,9 @@ struct DwStage {
       return static_cast<int>((reinterpret_cast<uintptr_t>(a) >> 1) & 1u) |
              static_cast<int>((d.xsc & 1) << 1);
     }
-    if (d.vec_load == kLoadRows16) {  // row c0's shift: x[b, c0, p0]'s element within its unit
+    // kLoadRows16 (only the tensor-core depthwise's stages, kMmaOk, compile it: the other kernels'
+    // code stays as it was): row c0's shift, x[b, c0, p0]'s element within its 16-byte unit.
+    if (kMmaOk && d.vec_load == kLoadRows16) {
       const Tx* a = static_cast<const Tx*>(d.x) + b * d.xsb + static_cast<int64_t>(c0) * d.xsc + p0;
       return static_cast<int>((reinterpret_cast<uintptr_t>(a) >> 1) & 7u);
     }
@@ -473,7 +475,7 @@ struct DwStage {
             cp_async16(dst + v * kV, src, bytes);
           }
         }
-      } else if (d.vec_load == kLoadRows16) {
+      } else if (kMmaOk && d.vec_load == kLoadRows16) {
         // 16-bit rows that are not 16-byte aligned, in whole 16-byte units: row c from position
         // p0 - s (s = (off + c xsc) & 7, its element within its unit). Units wholly outside the
         // row read as zeros, the one across its end keeps only the row's elements; the one
