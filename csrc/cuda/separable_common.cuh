@@ -30,9 +30,10 @@ enum GemmKind : int { kGemmMma16 = 0, kGemmTf32 = 1, kGemmSimt = 2, kGemmWg = 3 
 enum DwMode : int { kModeVec = 0, kModeWin = 1, kModeGen = 2 };
 // How a channel-first x window is staged (DwParams::vec_load): 16-byte cp.async (rows 16-byte
 // aligned), 4-byte cp.async of element pairs (16-bit x, rows 2-byte aligned), else elements.
-// kLoadRows16: 16-bit rows that are not 16-byte aligned, for the warp-specialised kernels' tensor-core
-// depthwise only (compute_mma<true>): 16-byte cp.async from the 16-byte unit at or below each
-// row's window start, so row c's window starts at its own element shift (0-7; DwStage::offset).
+// kLoadRows16: 16-bit rows that are not 16-byte aligned, for the warp-specialised kernels'
+// tensor-core depthwise only (compute_mma<true>): 16-byte cp.async from the 16-byte unit at or
+// below each row's window start, so row c's window starts at its own element shift (0-7;
+// DwStage::offset).
 enum DwLoad : int { kLoadElems = 0, kLoadVec16 = 1, kLoadWords = 2, kLoadRows16 = 3 };
 
 template <typename T>
@@ -734,7 +735,7 @@ struct DwStage {
 #pragma unroll
     for (int e = 0; e < 4; ++e) t0[e] = 2 * q - g - sh + (e & 1) + 8 * (e >> 1);
     const Tx* xrow = xs + (8 * wp) * d.xpitch + off_a + 8 * g + 2 * q;
-    // kWordRows: row ci's shift is (s0 + (8 wp + ci) xsc) & m = (s0 + ci xsc) & m (8 xsc = 0 mod 8).
+    // kWordRows: row ci's shift, (s0 + (8 wp + ci) xsc) & m, is (s0 + ci xsc) & m (8 xsc = 0 mod 8).
     const bool units = kWordRows && d.vec_load == kLoadRows16;
     const int rmask = units ? 7 : 1;
     const int s0 = kWordRows ? (units ? off : off & 1) : 0;

@@ -29,7 +29,7 @@ struct View3 {
   int64_t sb, sc, sl;
   // Channel-first 16-bit x whose rows are not 16-byte aligned, stride 1, dilation 1: plan them
   // in 16-byte units (kLoadRows16) instead of 4-byte pairs. Only for the warp-specialised kernels
-  // with the tensor-core depthwise on such rows (mma_dw_words_fit), the only readers of that layout.
+  // with the tensor-core depthwise on such rows (mma_dw_words_fit): no other reads that layout.
   bool rows16 = false;
 };
 
