@@ -202,18 +202,19 @@ bool launch_fwd(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSourc
 // kG > 0 chunk-major (kG Cout passes side by side, h streamed).
 template <typename Tx, typename Tw, int BN, bool kXcl, int kG = 0, int kSC = 1>
 bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSource& src) {
-  FwdPlan plan;
-  const View3 xv = view_of(x);
   const DevCaps caps = dev_caps(x.get_device_index());
-  bool ok;
-  if constexpr (kG > 0) {
-    ok = plan_fwd_ws_cm<Tx, BN, kXcl, kG>(g, xv, y.data_ptr(), y.stride(0), y.stride(1),
-                                          y.stride(2), caps, plan);
-  } else {
-    ok = plan_fwd_ws<Tx, BN, kXcl, kSC>(g, xv, y.data_ptr(), y.stride(0), y.stride(1),
-                                        y.stride(2), caps, plan);
-  }
-  if (!ok) return false;
+  // This form's plan for x as `xv` (pass-major or chunk-major).
+  auto plan_for = [&](const View3& xv, FwdPlan& out) {
+    if constexpr (kG > 0) {
+      return plan_fwd_ws_cm<Tx, BN, kXcl, kG>(g, xv, y.data_ptr(), y.stride(0), y.stride(1),
+                                              y.stride(2), caps, out);
+    } else {
+      return plan_fwd_ws<Tx, BN, kXcl, kSC>(g, xv, y.data_ptr(), y.stride(0), y.stride(1),
+                                            y.stride(2), caps, out);
+    }
+  };
+  FwdPlan plan;
+  if (!plan_for(view_of(x), plan)) return false;
   using Tm = WsOperand<Tx>;
   // Threads of the kernels with x by tensor map (xtma) and of those without: the loader warpgroup
   // depends on it for TF32 (ws_has_loader).
@@ -256,14 +257,9 @@ bool launch_fwd_ws(const Tensor& x, Tensor& y, const ConvGeometry& g, const PwSo
     if constexpr (mma_dw_types<Tx, Tw, BN>()) {
       if (plan.p.dw.vec_load == kLoadWords && dw_mma_chosen(g.kernel_size) && rows16_allowed()) {
         FwdPlan plan16;
-        View3 xv16 = xv;
+        View3 xv16 = view_of(x);
         xv16.rows16 = true;
-        const bool ok16 =
-            kG > 0 ? plan_fwd_ws_cm<Tx, BN, kXcl, kG>(g, xv16, y.data_ptr(), y.stride(0),
-                                                      y.stride(1), y.stride(2), caps, plan16)
-                   : plan_fwd_ws<Tx, BN, kXcl, kSC>(g, xv16, y.data_ptr(), y.stride(0),
-                                                    y.stride(1), y.stride(2), caps, plan16);
-        if (ok16 && plan16.p.dw.vec_load == kLoadRows16 &&
+        if (plan_for(xv16, plan16) && plan16.p.dw.vec_load == kLoadRows16 &&
             mma_dw_words_fit<Tx, Tw, BN>(plan16.p) &&
             run_fwd_unprepared<Tx>(plan16, src, g, current_stream(x),
                                    sep_fwd_ws_kernel<Tx, BN, kXcl, kG, kSC, false, true>, threads,
