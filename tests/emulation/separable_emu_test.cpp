@@ -288,11 +288,13 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
   const ConvGeometry g = P.geom();
   Act<Tx> y;
   y.init(c.B, c.Cout, c.Lout(), kXcl, 0, kXcl ? 0 : c.ypad);
+  // This form's plan for x as xv (as launch_fwd_ws plans).
+  auto plan_for = [&](const View3& xv, FwdPlan& out) {
+    return kG > 0 ? plan_fwd_ws_cm<Tx, BN, kXcl, kG>(g, xv, y.ptr(), y.sb, y.sc, y.sl, caps, out)
+                  : plan_fwd_ws<Tx, BN, kXcl, kSC>(g, xv, y.ptr(), y.sb, y.sc, y.sl, caps, out);
+  };
   FwdPlan plan;
-  if (kG > 0 ? !plan_fwd_ws_cm<Tx, BN, kXcl, kG>(g, P.x.view(), y.ptr(), y.sb, y.sc, y.sl, caps, plan)
-             : !plan_fwd_ws<Tx, BN, kXcl, kSC>(g, P.x.view(), y.ptr(), y.sb, y.sc, y.sl, caps, plan)) {
-    return;
-  }
+  if (!plan_for(P.x.view(), plan)) return;
   // Where x's tensor map fits, the host encodes it and runs a kXTma kernel (launch_fwd_ws: pass-major
   // always, chunk-major only with the tensor-core depthwise); the emulated copy reads x directly
   // with the map's semantics. With depthwise weights of x's 16-bit type the host runs the
@@ -373,10 +375,8 @@ void run_fwd_ws(Problem<Tx, Tw>& P, const DevCaps& caps) {
       View3 xv16 = P.x.view();
       xv16.rows16 = true;
       FwdPlan plan16;
-      const bool ok16 =
-          kG > 0 ? plan_fwd_ws_cm<Tx, BN, kXcl, kG>(g, xv16, y.ptr(), y.sb, y.sc, y.sl, caps, plan16)
-                 : plan_fwd_ws<Tx, BN, kXcl, kSC>(g, xv16, y.ptr(), y.sb, y.sc, y.sl, caps, plan16);
-      if (ok16 && plan16.p.dw.vec_load == kLoadRows16 && mma_dw_words_fit<Tx, Tw, BN>(plan16.p)) {
+      if (plan_for(xv16, plan16) && plan16.p.dw.vec_load == kLoadRows16 &&
+          mma_dw_words_fit<Tx, Tw, BN>(plan16.p)) {
         Buf ws16(plan16.ws_bytes);
         bind_fwd_workspace(plan16, ws16.p, P.pw.data(), c.Cin, 1, c.pwb ? P.pwb.data() : nullptr,
                            P.dw.data(), c.dwb ? P.dwb.data() : nullptr, false);
