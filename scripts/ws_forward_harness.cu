@@ -16,16 +16,17 @@
 // outputs of every input set against a float reference (h rounded to bf16 as the kernel's MMA
 // operand), then times the main kernel with CUDA events over 3 rotating input sets (192 MiB each
 // at the seed in bf16, not cache-resident).
+// Where L % 8 != 0 (16-bit rows not 16-byte aligned) it runs the kernel without the x tensor map,
+// rows staged in 16-byte units (kLoadRows16), as the library does.
 // Environment:
 //   WITHPREP=1   with -DHARNESS_FFMA: time the weight preparation kernel with each call (the
 //                tensor-core depthwise kernel needs none)
 //   ZERO_X=1     x all zeros: the same work on data that does not toggle
 //   LONG=1       also 20000 calls back to back (sustained load: the H200 reaches its power cap,
 //                csrc/NOTES.md "Twenty-fourth session")
-// Where L % 8 != 0 (16-bit rows not 16-byte aligned) it runs the kernel without the x tensor map,
-// rows staged in 16-byte units (kLoadRows16), as the library does (NOROWS16=1: in 4-byte pairs).
 //   YPAD=n       y rows of L + n elements (rows that are not 16-byte aligned take the epilogue's
 //                other store paths)
+//   NOROWS16=1   rows that are not 16-byte aligned staged in 4-byte pairs instead
 //   NORUNS=1     the tensor-core depthwise kernel without the run epilogue (wg_store_runs) where
 //                the library would take it (ws_perm_rows_fit)
 // Timing experiments that break the results (a phase skipped) must not run on zero or stale data
@@ -197,7 +198,8 @@ int main(int argc, char** argv) {
   const auto kernel = sep_fwd_ws_kernel<T, BN, false, kG, kSC, true, true>;
   // The run epilogue's kernel, where the library takes it (ws_perm_rows_fit).
   const auto kernel_runs = sep_fwd_ws_kernel<T, BN, false, kG, kSC, true, true, kG == 0>;
-  // Rows that are not 16-byte aligned (L % 8 != 0): no tensor map, the pairs' kernel.
+  // Rows that are not 16-byte aligned (L % 8 != 0): the kernel without the x tensor map (rows in
+  // 16-byte units or 4-byte pairs, as planned).
   const auto kernel_words = sep_fwd_ws_kernel<T, BN, false, kG, kSC, false, true>;
   const bool words = (int64_t(L) * sizeof(T)) % 16 != 0;
   const bool rows16_off = std::getenv("NOROWS16") != nullptr;
