@@ -254,7 +254,9 @@ __device__ __forceinline__ void row_shifted(const float* acc, int i, int h, int 
 // Rows of 16-bit y that are not 16-byte aligned, in whole 16-byte units: w holds the lane's 8
 // consecutive columns (row_octet), prev the 8 before them, a (1-7) the row's element offset within
 // its 16-byte unit; out gets elements [8 - a, 16 - a) of (prev, w), the unit that starts a columns
-// before w's first. Two selects by the word offset, then a funnel shift by the odd element.
+// before w's first. Two selects by the word offset, then a funnel shift by the odd element. The same
+// operation as the depthwise rows' rows_realign (depthwise_rows.cuh) in another select form: one
+// shared helper would change one of the two kernels' code, to be timed on the device first.
 __device__ __forceinline__ void units_shift(const uint32_t (&prev)[4], const uint32_t (&w)[4],
                                             int a, uint32_t (&out)[4]) {
   const int sidx = 8 - a;  // first element taken, 1-7
