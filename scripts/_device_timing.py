@@ -1,5 +1,5 @@
-"""Device-time helpers shared by the A/B scripts (depthwise_phases_ab.py, depthwise_rows_ab.py,
-separable_ab.py)."""
+"""Device-time helpers shared by the measurement scripts (depthwise_phases_ab.py,
+depthwise_rows_ab.py, separable_ab.py, host_time.py)."""
 
 from __future__ import annotations
 

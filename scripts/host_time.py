@@ -6,7 +6,8 @@ eager, and where our step's host time goes.
 Per case and implementation (us per step; rounds alternate ours / eager in one process):
   host    wall clock of a run of steps queued behind a long torch.cuda._sleep (the GPU never waits
           for the host, so this is the host's work alone);
-  device  event time of the same steps behind the sleep (the GPU's work alone);
+  device  event time of the same steps behind a sleep (the GPU's work alone; the median of three
+          runs, _device_timing.device_time_us);
   bench   triton's do_bench of one step with its L2 flush, as the benchmark times it.
 A step whose host time exceeds its device time is host-bound: its benchmark time follows the host.
 --profile adds torch.profiler's host-side table (self CPU time per op or CUDA runtime call, per
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 
 import torch
@@ -36,6 +38,9 @@ import torch.nn.functional as tF
 
 import sepconv1d.functional as F
 from sepconv1d.bench import MODEL_SHAPES, Case
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -P leaves the script's folder out
+from _device_timing import device_time_us  # noqa: E402
 
 # The benchmark's model shapes (bench.MODEL_SHAPES), the seed shape and a tiny layer.
 EXTRA_SHAPES = {"seed": (32, 256, 512, 9, 4096, 1, 1, "same"), "tiny": (2, 8, 16, 3, 64, 1, 1, "same")}
@@ -358,23 +363,15 @@ def run_split(cases, rounds, n):
 def host_and_device_us(step, n):
     step(0)
     torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda._sleep(int(4e8))  # ~200 ms: the steps below only queue behind it
-    start.record()
     t0 = time.perf_counter()
     for i in range(n):
         step(i)
     host = (time.perf_counter() - t0) / n * 1e6
-    end.record()
     torch.cuda.synchronize()
-    # Device time: the same steps queued behind a second sleep, timed by events around them only.
-    torch.cuda._sleep(int(4e8))
-    start.record()
-    for i in range(n):
-        step(i)
-    end.record()
-    torch.cuda.synchronize()
-    return host, start.elapsed_time(end) / n * 1e3
+    # Device time: the same steps queued behind a sleep, timed by events around them only
+    # (_device_timing's median of three runs; the steps take inputs i % 3).
+    return host, device_time_us(step, n)
 
 
 def bench_us(step):
