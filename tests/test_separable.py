@@ -326,7 +326,8 @@ def test_producer_tensor_core_depthwise_word_rows_match_reference(device, monkey
     row's unit at or below its window, each row at its own element shift of 0-7 (the default), or
     with SEPCONV1D_WS_ROWS16=0 in 4-byte pairs, each row at its own parity; the tensor-core
     depthwise reads each channel from its shift. L % 8 of 4 (an aligned base, and an odd one:
-    every row odd), 2 from an odd base, 5 and 7 (rows at every shift), K 1 to 63, several left
+    every row odd), 2 from an odd base, 5 and 7 (rows at every shift), 3 (L 1027: a last tile of
+    3 columns, fewer than its first 16-byte unit of y holds on most rows), K 1 to 63, several left
     paddings (the cells before a row's start cleared), pass-major 128 / 64 and chunk-major, 72
     channels (a ragged second chunk), against float64."""
     if device != "cuda":
@@ -337,7 +338,7 @@ def test_producer_tensor_core_depthwise_word_rows_match_reference(device, monkey
     monkeypatch.setenv("SEPCONV1D_WS_DWMMA", "1")
     monkeypatch.setenv("SEPCONV1D_WS_ROWS16", "1" if staging == "units" else "0")
     for length, odd_base in ((1020, False), (1020, True), (1021, False), (1018, True), (1023, False),
-                             (210, False)):
+                             (210, False), (1027, False)):
         batch = _batch_for_one_group(length)
         if odd_base:  # elements 1-1020 of rows of 1022: every row starts at an odd element
             x = make_activation(batch, cin, length + 2, dtype, device)[:, :, 1:length + 1]

@@ -317,6 +317,24 @@ __device__ __forceinline__ void st_global_pair(Tx* dst, float a, float b) {
   st_global_v1(dst, pack2<Tx>(a, b));
 }
 
+// Elements [e, 8) (head) or [0, e) (tail), e in 1-7, of the packed unit u to its 16-byte-aligned
+// dst: at most three stores (8, 4 and 2 bytes) where store_elems takes eight. Head: 2 bytes at e
+// if e is odd, 4 at the even s = e + (e & 1) if s % 4 == 2, 8 at 4 if e <= 4. Tail: 8 bytes at 0
+// if e >= 4, 4 at e & 4 if e & 2, 2 at e & 6 if e & 1. The words are picked by selects (an
+// indexed register array would go to local memory).
+template <typename Tx>
+__device__ __forceinline__ void store_unit_part(Tx* dst, const uint32_t (&u)[4], bool head, int e) {
+  const int s = e + (e & 1);
+  const bool p8 = head ? e <= 4 : e >= 4, p4 = head ? (s & 2) != 0 : (e & 2) != 0;
+  const bool p2 = e & 1;
+  const int o8 = head ? 4 : 0, o4 = head ? s : e & 4, o2 = head ? e : e & 6;
+  auto word = [&](int k) { return k == 0 ? u[0] : k == 1 ? u[1] : k == 2 ? u[2] : u[3]; };
+  unsigned short* d = reinterpret_cast<unsigned short*>(dst);
+  if (p8) st_global_v2(d + o8, o8 ? u[2] : u[0], o8 ? u[3] : u[1]);
+  if (p4) st_global_v1(d + o4, word(o4 >> 1));
+  if (p2) d[o2] = static_cast<unsigned short>(word(o2 >> 1) >> (16 * (o2 & 1)));
+}
+
 // wgmma: warpgroup wn issues the products of one BK chunk, W rows [wn BM / 2, (wn + 1) BM / 2)
 // times h^T (both swizzled, K-major), into its accumulators asynchronously (one commit group); the
 // caller waits. A k step starts 32 bytes further into the rows: +2 in the descriptor's address field.
@@ -350,6 +368,71 @@ __device__ __forceinline__ void store_words_upto(Tx* dst, const uint32_t (&w)[N]
       st_global_v1(reinterpret_cast<uint32_t*>(dst) + j, w[j]);
     } else if (2 * j < cnt) {
       st_low_half(dst + 2 * j, w[j]);
+    }
+  }
+}
+
+// One fragment row (i, h) of a 16-bit channel-first tile whose y row yrow (at the tile's first
+// column) is 2- or 4-byte aligned, in whole 16-byte units: lane q's 8 consecutive columns
+// (segment m = 4 G + q, row_octet) shifted by the row's offset a within its unit, the a columns
+// before them taken from the lane that holds segment m - 1 (lane q - 1, or for q = 0 lane 3's of
+// the previous G; units_shift), one 16-byte store each. The tile's first unit (lane 0, G 0: its
+// own segment rotated, [a, 8)) and last (lane 3 at the last G: [0, a)) go by store_unit_part.
+// kRagged: columns [0, nv) only (nv <= BN), the units across nv by store_unit_part too, and a
+// first unit that nv ends inside element by element. Rows with a = 0 store the segments as they
+// are, in the same instructions.
+template <typename Tx, int BN, bool kRagged>
+__device__ __forceinline__ void store_row_units(const float* acc, int i, int h, float bm, int lane,
+                                                bool rok, Tx* yrow, int nv) {
+  constexpr int kSegs = BN / 32;  // G: segments 4 G .. 4 G + 3
+  const int tq = lane & 3;
+  const int a = static_cast<int>((reinterpret_cast<uintptr_t>(yrow) / sizeof(Tx)) & 7);
+  const int src = (lane & ~3) | ((tq + 3) & 3);
+  uint32_t last[4] = {0u, 0u, 0u, 0u};  // lane 3: its previous segment
+  uint32_t lead[4];                     // lane 0: the tile's first unit, stored with the last
+#pragma unroll
+  for (int G = 0; G < kSegs; ++G) {
+    uint32_t w[4], prev[4], out[4];
+    row_octet<Tx, BN>(acc, i, h, G, bm, tq, w);
+    const bool first = G == 0 && tq == 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      prev[k] = __shfl_sync(0xffffffffu, tq == 3 ? last[k] : w[k], src);
+      last[k] = w[k];
+      if (first) prev[k] = w[k];  // the tile's first unit: its segment rotated
+    }
+    units_shift(prev, w, a, out);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      out[k] = a == 0 ? w[k] : out[k];
+      if (G == 0) lead[k] = out[k];
+    }
+    const int u0 = 32 * G + 8 * tq - a;  // the unit's first column
+    Tx* unit = yrow + u0;
+    if (rok) {
+      if (first && a != 0) {
+        // Stored below; a tile of fewer columns than its first unit holds, element by element.
+        if (kRagged && nv < 8 - a) store_elems<Tx>(yrow, w, 0, nv);
+      } else if (!kRagged || u0 + 8 <= nv) {
+        st_global_v4(unit, out[0], out[1], out[2], out[3]);  // one instruction (st_global_v1's note)
+      } else if (u0 < nv) {
+        store_unit_part<Tx>(unit, out, false, nv - u0);
+      }
+    }
+    if (G == kSegs - 1) {
+      // The tile's first unit ([a, 8), lane 0) and its last ([0, a), lane 3: the columns after
+      // its last whole unit, from w rotated) in one set of stores.
+      uint32_t rot[4], part[4];
+      units_shift(w, w, a, rot);
+      const bool is_lead = tq == 0;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) part[k] = is_lead ? lead[k] : rot[k];
+      const bool go = rok && a != 0 &&
+                      (is_lead ? !kRagged || nv >= 8 - a : tq == 3 && (!kRagged || u0 + 8 < nv));
+      if (go) {
+        store_unit_part<Tx>(is_lead ? yrow - a : unit + 8, part, is_lead,
+                            is_lead || !kRagged ? a : min(a, nv - u0 - 8));
+      }
     }
   }
 }
@@ -392,6 +475,9 @@ __device__ __forceinline__ void wg_store_ragged_cf(const FwdParams& p, const flo
             store_words_upto<Tx, 4>(yrow + c0, w, nv - c0);
           }
         }
+      } else if (BN == 128 && !p.y_vec4) {
+        // As the whole tiles (wg_store_tile's kYUnits), up to column nv.
+        store_row_units<Tx, BN, true>(acc, i, h, bm, lane, rok, yrow, nv);
       } else if (p.y_vec4) {
         // As the whole tiles: lanes q and q ^ 1 trade a pair, each stores 4 consecutive columns.
 #pragma unroll
@@ -499,42 +585,15 @@ __device__ __forceinline__ void wg_store_tile(const FwdParams& p, float* acc,
         const float bm = bias_pre[i * 2 + h];
         Tx* yrow = yb + static_cast<int64_t>(m0 + row_of(i, h)) * p.ysc + j0;
         if (kYUnits && !p.y_vec4) {
-          // 16-bit rows of 2- or 4-byte alignment (pass-major BN 128 kernels): whole 16-byte units,
-          // each lane's 8 consecutive columns (segment m = 4 G + q, row_octet) shifted by the
-          // row's offset a within its unit, taking the a columns before them from the lane that
-          // holds segment m - 1 (lane q - 1, or for q = 0 lane 3's of the previous G); the units
-          // across the tile's two ends are written element by element (lane 0 at G 0, lane 3 at
-          // the last G). Rows whose start is 16-byte aligned store the segments as they are.
-          // Against pairs and shifted pairs (harness, us): seed shape at L 4094 175.5 -> 156.4,
-          // 4095 194.8 -> 180.6, B64 L 1001 112.8 -> 98.9, FastConformer L 210 86.4 -> 82.6; rows
-          // of 4-element alignment keep the 8-byte lane pairs (Conformer L 500 53.3 against 57.6
-          // in units), BN 64 its pairs (Citrinet L 250 95.3 against 102.3).
-          const int a = static_cast<int>((reinterpret_cast<uintptr_t>(yrow) / sizeof(Tx)) & 7);
-          const int src = (lane & ~3) | ((tq + 3) & 3);
-          uint32_t last[4] = {0u, 0u, 0u, 0u};  // lane 3: its previous segment
-#pragma unroll
-          for (int G = 0; G < kNJ / 4; ++G) {
-            uint32_t w[4], prev[4];
-            row_octet<Tx, BN>(acc, i, h, G, bm, tq, w);
-#pragma unroll
-            for (int k = 0; k < 4; ++k) {
-              prev[k] = __shfl_sync(0xffffffffu, tq == 3 ? last[k] : w[k], src);
-              last[k] = w[k];
-            }
-            Tx* seg = yrow + G * 32 + 8 * tq;
-            if (a == 0) {
-              store16(seg, w);
-            } else {
-              if (G > 0 || tq > 0) {
-                uint32_t out[4];
-                units_shift(prev, w, a, out);
-                store16(seg - a, out);
-              } else {
-                store_elems<Tx>(seg, w, 0, 8 - a);  // the tile's first columns
-              }
-              if (G == kNJ / 4 - 1 && tq == 3) store_elems<Tx>(seg + 8 - a, w, 8 - a, 8);
-            }
-          }
+          // 16-bit rows of 2- or 4-byte alignment (pass-major BN 128 kernels): whole 16-byte units
+          // (store_row_units). Against pairs and shifted pairs (harness, us): seed shape at L 4094
+          // 175.5 -> 156.4, 4095 194.8 -> 180.6, B64 L 1001 112.8 -> 98.9, FastConformer L 210
+          // 86.4 -> 82.6; the tile's two partial units in one set of at most three stores instead
+          // of element by element (csrc/NOTES.md "Forty-second session"): 4094 159.7 -> 145.3, fp16
+          // 4095 184.6 -> 167.6, y rows of 4098 137.2 -> 119.1. Rows of 4-element alignment keep
+          // the 8-byte lane pairs (seed shape with y rows of 4100: 105.3 against 114.8 in units),
+          // BN 64 its pairs (Citrinet L 250 95.3 against 102.3 in the first units form).
+          store_row_units<Tx, BN, false>(acc, i, h, bm, lane, true, yrow, BN);
         } else if (p.y_vec4) {
 #pragma unroll
           for (int G = 0; G < kNJ / 2; ++G) {

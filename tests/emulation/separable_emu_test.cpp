@@ -691,6 +691,12 @@ int main(int argc, char** argv) {
       {0, {2, 128, 200, 210, 9, 1, 1, 8, 0, false, 0, true, true, 67}},
       {2, {1, 72, 260, 500, 31, 1, 1, 15, 15, false, 0, true, true, 68}},
       {0, {2, 64, 200, 1023, 7, 1, 1, 3, 3, false, 1, true, true, 69}},
+      // 16-bit y rows of 2- or 4-byte alignment in 16-byte units (store_row_units), padded so that
+      // nothing may be written past a row's end: a last tile of 3 columns (fewer than the first
+      // unit holds on most rows; rows of 261, every offset), and one of 122 (the tile's last
+      // partial unit on rows at offset 7; rows of 251).
+      {0, {2, 64, 200, 259, 5, 1, 1, 2, 2, false, 0, true, true, 70, 2}},
+      {2, {1, 72, 260, 250, 9, 1, 1, 4, 4, false, 0, true, true, 71, 1}},
   };
   std::mt19937_64 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
