@@ -162,6 +162,13 @@ def markdown(result: dict, source: str | None = None, sections: tuple[str, ...] 
     date = str(result.get("timestamp", ""))[:10]
     out.append(f"Measured {date} on {device_line(result)}. {env.get('timer', '')}; inputs rotated so they are "
                "not L2-resident. Speedups are the other implementation's time over sepconv1d's.")
+    host = env.get("host_add_us") or {}
+    if host.get("start") is not None:
+        span = f"{host['start']:.1f}" + (f" / {host['end']:.1f}" if host.get("end") is not None else "")
+        out.append("")
+        out.append(f"Host speed in the same run: one small CUDA op (torch.add) took {span} us of host time "
+                   "(start / end). Forward+backward steps of the smaller cases are host-bound, so their "
+                   "times follow the host's speed, which differs by up to 10x between machines.")
     ceil = ceilings_line(result)
     if ceil:
         out.append("")

@@ -1281,6 +1281,10 @@ def format_table(result: dict) -> str:
                  + (f" ({env.get('sm_count')} SMs)" if env.get("sm_count") else "")
                  + f" | torch {env.get('torch')}, CUDA {env.get('cuda')}, triton {env.get('triton')}"
                  + f" | {env.get('timer')}")
+    host = env.get("host_add_us") or {}
+    if host.get("start") is not None:
+        lines.append(f"host speed (torch.add per call, start / end of the run): {_sig(host.get('start'))} / "
+                     f"{_sig(host.get('end'))} us")
     g = ceil.get("gemm_tflops", {})
     gemm = ", ".join(f"{k} {_sig(v)}" for k, v in g.items())
     moved = ceil.get("copy_2gib_bytes_moved")
@@ -1362,6 +1366,24 @@ def _driver_version() -> str | None:
     return None
 
 
+def host_launch_us(device: torch.device, calls: int = 1000) -> float | None:
+    """Host time of one small CUDA op (torch.add of 16 elements), queued behind a GPU sleep so the
+    host never waits for the device. Lent hosts differ by up to 10x here, and a training step whose
+    host time exceeds its device time is timed at the host's speed: record it beside the numbers."""
+    if device.type != "cuda":
+        return None
+    a = torch.ones(16, device=device)
+    a.add_(1)
+    torch.cuda.synchronize(device)
+    torch.cuda._sleep(int(2e8))  # ~0.1 s of GPU time; the queue never fills
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        a.add_(1)
+    host_us = (time.perf_counter() - t0) * 1e6 / calls
+    torch.cuda.synchronize(device)
+    return host_us
+
+
 def collect_env(device: torch.device, timer: Timer, ours: Ours | None, peer_version: str | None) -> dict:
     env: dict[str, Any] = {
         "torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
@@ -1377,6 +1399,7 @@ def collect_env(device: torch.device, timer: Timer, ours: Ours | None, peer_vers
             "l2_cache_bytes": getattr(props, "L2_cache_size", None),
             "cudnn": torch.backends.cudnn.version(), "driver": _driver_version(),
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
+            "host_add_us": {"start": host_launch_us(device)},
         })
     else:
         env.update({"device": f"CPU ({platform.processor() or platform.machine()})", "sm_count": None,
@@ -1662,6 +1685,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     result["summary"] = summarize(result["cases"])
     result["notes"] += budget.notes
     result["compile_s_total"] = runner.compile_s_total
+    if isinstance(env.get("host_add_us"), dict):
+        env["host_add_us"]["end"] = host_launch_us(device)
     result["wall_s"] = time.perf_counter() - t_start
     if ours is None:
         result["notes"].append(f"ours missing: {why}")
