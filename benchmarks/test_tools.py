@@ -124,6 +124,31 @@ def _run_bench(tmp_path, *args):
     return json.loads(out.read_text()), proc.stdout
 
 
+def _bench_module():
+    spec = importlib.util.spec_from_file_location("sepconv1d_bench_file", os.path.join(ROOT, "sepconv1d", "bench.py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_budget_keeps_compile_despite_the_first_cases_set_up():
+    """The first case's one-off set-up (seconds outside its timings) must not be charged to every
+    case left: at the second case of a 45-case sweep with 200 s left, 8 s of set-up would have
+    planned 45 x 8 s and dropped torch.compile; charged at most 1 s, compile stays."""
+    bench = _bench_module()
+    start = bench.time.perf_counter()
+    budget = bench.Budget(260.0, start, 10.0, 50.0)
+    budget.record_timing(1.0, 10.0, 50.0)
+    budget.case_overhead.append(8.0)
+    budget.plan(timings_left=120, cases_left=44, compiles_left=8, label="second case")
+    assert budget.allow_compile, budget.notes
+    # Later cases that really are that slow still drop it.
+    budget.case_overhead += [8.0, 8.0]
+    budget.plan(timings_left=120, cases_left=44, compiles_left=8, label="fourth case")
+    assert not budget.allow_compile
+
+
 def test_bench_harness_with_stand_in(tmp_path):
     result, stdout = _run_bench(tmp_path, "--stand-in", "--filter", r"^dw .*K9 same fp32 cf|seed/.*/bf16|QuartzNet-first.*fp16")
     assert [r["kind"] for r in result["cases"]] == ["depthwise", "separable", "separable"]

@@ -672,9 +672,15 @@ class Budget:
     def plan(self, timings_left: int, cases_left: int, compiles_left: int, label: str) -> None:
         left = self.deadline - time.perf_counter() - 5.0  # keep 5 s for the summary and memory
         ratio = self.timing_wall / self.timing_nominal if self.timing_nominal > 0 else 2.0
-        # The median: the first case's one-off set-up (CUDA context, cuBLAS, the first references)
-        # must not make every later case look that slow (it once dropped compile from a 50 s sweep).
-        overhead = statistics.median(self.case_overhead) if self.case_overhead else 1.0
+        # The median of the cases after the first: the first case's one-off set-up (CUDA context,
+        # cuBLAS, the first references) must not make every later case look that slow (it once
+        # dropped compile from a 50 s sweep, and, as the only sample at the second case, from a
+        # 260 s one). Until a second case has run, the first counts as at most the default 1 s.
+        later = self.case_overhead[1:]
+        if later:
+            overhead = statistics.median(later)
+        else:
+            overhead = min(self.case_overhead[0], 1.0) if self.case_overhead else 1.0
         fixed = cases_left * overhead
         w, r = self.full
         need = timings_left * (w + r) / 1e3 * ratio + fixed
