@@ -140,6 +140,73 @@ def test_larger_shapes(device, cin, cout, dtype):
     assert_close_to_reference(out, ref, tolerance_for(dtype))
 
 
+# Tensors past 2^31 elements: (device, B, Cin, Cout, L, dtype, layout, TF32). The GPU cases run the
+# production kernels with offsets past 2^31 in x and past 2^32 in y: the seed's pass-major BN 128
+# tile on 16-byte-aligned rows (tensor maps) and on unaligned ones, a channel-last tile, TF32 and
+# strict float32. The CPU case passes 2^31 in x and dx and keeps the test's peak near 13 GB of a
+# CPU runner's memory.
+HUGE_CASES = [
+    pytest.param("cuda", 1, 256, 512, 2**23 + 4096, torch.bfloat16, "contiguous", False, id="cuda-bf16-256to512"),
+    pytest.param("cuda", 1, 256, 512, 2**23 + 4099, torch.bfloat16, "contiguous", False,
+                 id="cuda-bf16-256to512-unaligned"),
+    pytest.param("cuda", 1, 64, 96, 2**25 + 4099, torch.bfloat16, "channels_last", False, id="cuda-bf16-cl-64to96"),
+    pytest.param("cuda", 1, 64, 64, 2**25 + 4096, torch.float32, "contiguous", True, id="cuda-tf32-64to64"),
+    pytest.param("cuda", 1, 64, 64, 2**25 + 4099, torch.float32, "channels_last", False, id="cuda-fp32-cl-64to64"),
+    pytest.param("cpu", 1, 2, 1, 2**30 + 4099, torch.float16, "contiguous", False, id="cpu-fp16-2to1"),
+]
+
+
+@pytest.mark.parametrize("dev,batch,cin,cout,length,dtype,layout,tf32", HUGE_CASES)
+def test_more_than_2_31_elements(dev, batch, cin, cout, length, dtype, layout, tf32):
+    """Forward and every gradient where x and dx (and on the GPU y and grad_out) pass 2^31 elements: the output's
+    first and last 3000 positions against float64 references of the matching slices of x, then a
+    backward whose grad_out is zero but for those last positions, so that dx is the slice
+    reference's there and exactly zero elsewhere, and the weight gradients are the slice's. A
+    32-bit offset anywhere reads, writes or reduces the wrong elements."""
+    if dev == "cuda":
+        if not torch.cuda.is_available():
+            pytest.skip("CUDA device not available")
+        free, _ = torch.cuda.mem_get_info()
+        if free < 64 * 2**30:
+            pytest.skip("not enough GPU memory")
+    torch.backends.cudnn.allow_tf32 = tf32  # restored by the autouse fixture in conftest.py
+    tol = TF32_TOLERANCE if tf32 else tolerance_for(dtype)
+    kernel_size, tail = 9, 3000
+    left, right = resolve_padding("same", kernel_size, 1, 1)
+    shape = (batch, length, cin) if layout == "channels_last" else (batch, cin, length)
+    x = torch.empty(shape, dtype=dtype, device=dev)
+    x.normal_()
+    if layout == "channels_last":
+        x = x.transpose(1, 2)
+    params = [t.requires_grad_(True) for t in _weights(cin, cout, kernel_size, dtype, dev, True, True)]
+    dw, dwb, pw, pwb = params
+    x.requires_grad_(True)
+    out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
+    assert out.shape == (batch, cout, length) and max(x.numel(), out.numel()) > 2**31
+    head = reference_separable(x[:, :, :tail + right], dw, dwb, pw, pwb, 1, left, 0, 1)
+    assert_close_to_reference(out[:, :, :tail], head, tol, "first positions of a >2^31-element output")
+    start = length - tail - left  # the slice of x that the last `tail` outputs read
+    piece = x.detach()[:, :, start:]
+    ref = reference_separable(piece, dw, dwb, pw, pwb, 1, 0, right, 1)
+    assert_close_to_reference(out[:, :, -tail:], ref, tol, "last positions of a >2^31-element output")
+
+    grad_out = torch.zeros_like(out)
+    grad_out[:, :, -tail:] = make_activation(batch, cout, tail, dtype, dev)
+    piece_grad = grad_out[:, :, -tail:].clone()
+    del head, ref
+    if dev == "cuda":  # glibc returns blocks this large to the system: no poison to leave on the CPU
+        poison_allocator(dev, x.numel() * x.element_size())
+    grads = torch.autograd.grad(out, [x, dw, dwb, pw, pwb], grad_out)
+    del out, grad_out
+    dx = grads[0]
+    assert dx.shape == x.shape
+    # aminmax: no full-size temporary; a NaN (an unwritten, poisoned element) makes both NaN.
+    low, high = torch.aminmax(dx[:, :, :start])
+    assert low.item() == 0 and high.item() == 0, "dx: nonzero or unwritten where no output's gradient reaches"
+    _check_grads([piece, dw, dwb, pw, pwb], [dx[:, :, start:], *grads[1:]], piece_grad, 1, (0, right), 1,
+                 lambda t: tol, f"last positions of a >2^31-element backward, {layout} {dtype}")
+
+
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 def test_cout_passes_share_one_depthwise(device, layout, dtype):
