@@ -643,23 +643,17 @@ inline void pack_a(int64_t M, int64_t Kd, const T* src, int64_t sm, int64_t sk, 
   }
 }
 
-template <typename T, typename V, int W, int NV>
-SC_INLINE void gemm_micro(const T* a, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t kl,
+// Micro-kernel: C[kMR x NV*W] (= bias | 0 when init, else +=) A[kMR x kl] * B[kl x NV*W], with A's
+// element (r, k) at a[r][k * KSTEP]: packed panels (a[r] = panel + r, KSTEP = kMR, GemmOp) or rows
+// read in place (KSTEP = 1, GemmRowsOp).
+template <int KSTEP, typename T, typename V, int W, int NV>
+SC_INLINE void gemm_micro(const T* const* a, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t kl,
                           bool init, const T* bias) {
   V acc[kMR][NV];
-  if (init) {
+  SC_UNROLL
+  for (int r = 0; r < kMR; ++r) {
     SC_UNROLL
-    for (int r = 0; r < kMR; ++r) {
-      const V bv = bias ? vbcast<V>(bias[r]) : V{};
-      SC_UNROLL
-      for (int v = 0; v < NV; ++v) acc[r][v] = bv;
-    }
-  } else {
-    SC_UNROLL
-    for (int r = 0; r < kMR; ++r) {
-      SC_UNROLL
-      for (int v = 0; v < NV; ++v) acc[r][v] = vload<V>(c + r * ldc + v * W);
-    }
+    for (int v = 0; v < NV; ++v) acc[r][v] = init ? (bias ? vbcast<V>(bias[r]) : V{}) : vload<V>(c + r * ldc + v * W);
   }
   for (int64_t k = 0; k < kl; ++k) {
     V bv[NV];
@@ -667,7 +661,7 @@ SC_INLINE void gemm_micro(const T* a, const T* b, int64_t ldb, T* c, int64_t ldc
     for (int v = 0; v < NV; ++v) bv[v] = vload<V>(b + k * ldb + v * W);
     SC_UNROLL
     for (int r = 0; r < kMR; ++r) {
-      const V av = vbcast<V>(a[k * kMR + r]);
+      const V av = vbcast<V>(a[r][k * KSTEP]);
       SC_UNROLL
       for (int v = 0; v < NV; ++v) acc[r][v] += av * bv[v];
     }
@@ -680,10 +674,11 @@ SC_INLINE void gemm_micro(const T* a, const T* b, int64_t ldb, T* c, int64_t ldc
 }
 
 #if SEPCONV1D_X86
-// x86 micro-kernels with intrinsics (embedded-broadcast FMAs):
-//   C[6 x NV*W] (= init | +=) A[6 x kl] * B[kl x NV*W].
+// x86 forms with explicit FMAs (embedded broadcasts): the generic form's a * b + c is not contracted
+// under -std=c++17.
 #define SC_GEMM_MICRO(NAME, TARGET, T, VT, W, NV, LOAD, STORE, SET1, FMA, ZERO)                     \
-  TARGET inline void NAME(const T* a, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t kl,      \
+  template <int KSTEP>                                                                              \
+  TARGET inline void NAME(const T* const* a, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t kl, \
                           bool init, const T* bias) {                                               \
     VT acc[kMR][NV];                                                                                \
     SC_UNROLL                                                                                       \
@@ -699,7 +694,7 @@ SC_INLINE void gemm_micro(const T* a, const T* b, int64_t ldb, T* c, int64_t ldc
       for (int v = 0; v < NV; ++v) bv[v] = LOAD(b + k * ldb + v * W);                              \
       SC_UNROLL                                                                                     \
       for (int r = 0; r < kMR; ++r) {                                                               \
-        const VT av = SET1(a[k * kMR + r]);                                                         \
+        const VT av = SET1(a[r][k * KSTEP]);                                                        \
         SC_UNROLL                                                                                   \
         for (int v = 0; v < NV; ++v) acc[r][v] = FMA(av, bv[v], acc[r][v]);                        \
       }                                                                                             \
@@ -722,15 +717,42 @@ SC_GEMM_MICRO(gemm_micro_avx2_f64, SC_TARGET_AVX2, double, __m256d, 4, 2, _mm256
 #undef SC_GEMM_MICRO
 #endif
 
+// One micro-kernel call compiled for the ISA width VB.
+template <int KSTEP, int VB, typename T>
+SC_INLINE void gemm_micro_for(const T* const* a, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t kl,
+                              bool init, const T* bias) {
+  using V = vec_t<T, VB>;
+  constexpr int W = VB / sizeof(T);
+  constexpr int NV = VB == 64 ? 4 : 2;
+#if SEPCONV1D_X86
+  if constexpr (VB == 64 && std::is_same_v<T, float>) {
+    gemm_micro_avx512_f32<KSTEP>(a, b, ldb, c, ldc, kl, init, bias);
+  } else if constexpr (VB == 64) {
+    gemm_micro_avx512_f64<KSTEP>(a, b, ldb, c, ldc, kl, init, bias);
+  } else if constexpr (VB == 32 && std::is_same_v<T, float>) {
+    gemm_micro_avx2_f32<KSTEP>(a, b, ldb, c, ldc, kl, init, bias);
+  } else if constexpr (VB == 32) {
+    gemm_micro_avx2_f64<KSTEP>(a, b, ldb, c, ldc, kl, init, bias);
+  } else {
+    gemm_micro<KSTEP, T, V, W, NV>(a, b, ldb, c, ldc, kl, init, bias);
+  }
+#else
+  gemm_micro<KSTEP, T, V, W, NV>(a, b, ldb, c, ldc, kl, init, bias);
+#endif
+}
+
+// Columns per micro-kernel call at width VB.
+template <typename T, int VB>
+constexpr int64_t gemm_nr() {
+  return (VB == 64 ? 4 : 2) * (VB / static_cast<int>(sizeof(T)));
+}
+
 template <typename T>
 struct GemmOp {
   template <int VB>
   static SC_INLINE void run(int64_t M, int64_t N, int64_t Kd, const T* Ap, const T* B, int64_t ldb,
                             T* C, int64_t ldc, const T* bias, bool accumulate) {
-    using V = vec_t<T, VB>;
-    constexpr int W = VB / sizeof(T);
-    constexpr int NV = VB == 64 ? 4 : 2;
-    constexpr int64_t NR = NV * W;
+    constexpr int64_t NR = gemm_nr<T, VB>();
     const int64_t Mb = ceil_div(M, kMR);
     const int64_t Np = round_up(N, NR);
     if (Kd == 0) {
@@ -746,25 +768,37 @@ struct GemmOp {
       const bool init = (k0 == 0) && !accumulate;
       for (int64_t n0 = 0; n0 < Np; n0 += NR) {
         for (int64_t mb = 0; mb < Mb; ++mb) {
-          const T* a = Ap + mb * kMR * Kd + k0 * kMR;
-          const T* b = B + k0 * ldb + n0;
-          T* c = C + mb * kMR * ldc + n0;
-          const T* bp = bias ? bias + mb * kMR : nullptr;
-#if SEPCONV1D_X86
-          if constexpr (VB == 64 && std::is_same_v<T, float>) {
-            gemm_micro_avx512_f32(a, b, ldb, c, ldc, kl, init, bp);
-          } else if constexpr (VB == 64) {
-            gemm_micro_avx512_f64(a, b, ldb, c, ldc, kl, init, bp);
-          } else if constexpr (VB == 32 && std::is_same_v<T, float>) {
-            gemm_micro_avx2_f32(a, b, ldb, c, ldc, kl, init, bp);
-          } else if constexpr (VB == 32) {
-            gemm_micro_avx2_f64(a, b, ldb, c, ldc, kl, init, bp);
-          } else {
-            gemm_micro<T, V, W, NV>(a, b, ldb, c, ldc, kl, init, bp);
-          }
-#else
-          gemm_micro<T, V, W, NV>(a, b, ldb, c, ldc, kl, init, bp);
-#endif
+          const T* panel = Ap + mb * kMR * Kd + k0 * kMR;
+          const T* rows[kMR];
+          for (int r = 0; r < kMR; ++r) rows[r] = panel + r;
+          gemm_micro_for<kMR, VB>(rows, B + k0 * ldb + n0, ldb, C + mb * kMR * ldc + n0, ldc, kl, init,
+                                  bias ? bias + mb * kMR : nullptr);
+        }
+      }
+    }
+  }
+};
+
+// GEMM with A read in place: C[M x N] = bias + A[M x Kd] * B[Kd x N], A row-major (lda), so a
+// weight matrix needs no packed copy per call (the forward's float32 product: A = pw, B = a chunk
+// of h). Like GemmOp it reads B columns and writes C up to round_up(N, NR) columns and
+// round_up(M, kMR) rows (rows of A past M repeat row M - 1; their results land in C's padding).
+template <typename T>
+struct GemmRowsOp {
+  template <int VB>
+  static SC_INLINE void run(int64_t M, int64_t N, int64_t Kd, const T* A, int64_t lda, const T* B,
+                            int64_t ldb, T* C, int64_t ldc, const T* bias) {
+    constexpr int64_t NR = gemm_nr<T, VB>();
+    const int64_t Mb = ceil_div(M, kMR);
+    const int64_t Np = round_up(N, NR);
+    for (int64_t k0 = 0; k0 < std::max<int64_t>(Kd, 1); k0 += kKC) {
+      const int64_t kl = std::max<int64_t>(0, std::min(kKC, Kd - k0));
+      for (int64_t n0 = 0; n0 < Np; n0 += NR) {
+        for (int64_t mb = 0; mb < Mb; ++mb) {
+          const T* rows[kMR];
+          for (int r = 0; r < kMR; ++r) rows[r] = A + std::min(mb * kMR + r, M - 1) * lda + k0;
+          gemm_micro_for<1, VB>(rows, B + k0 * ldb + n0, ldb, C + mb * kMR * ldc + n0, ldc, kl, k0 == 0,
+                                bias ? bias + mb * kMR : nullptr);
         }
       }
     }
@@ -795,6 +829,26 @@ inline void load_row_phases(const S* row, int64_t sl, int64_t L, int64_t p0, int
 // Offsets of the K taps into a phase buffer built by load_row_phases.
 inline void phase_offsets(int64_t K, int64_t s, int64_t d, int64_t PL, int64_t* off) {
   for (int64_t k = 0; k < K; ++k) off[k] = ((k * d) % s) * PL + (k * d) / s;
+}
+
+// The input of one channel row's outputs whose window starts at position p0 and spans W positions
+// (stride s, dilation d, K taps): the row itself where it can be read in place (S == T, stride 1,
+// unit position stride, the window inside [0, L)), else the window loaded into buf in phase
+// layout. off[k] receives tap k's offset into the returned run.
+template <typename S, typename T>
+inline const T* row_window(const S* xrow, int64_t sl, int64_t L, int64_t p0, int64_t W, int64_t K,
+                           int64_t s, int64_t d, std::vector<T>& buf, int64_t* off) {
+  if constexpr (std::is_same_v<S, T>) {
+    if (s == 1 && sl == 1 && p0 >= 0 && p0 + W <= L) {
+      for (int64_t k = 0; k < K; ++k) off[k] = k * d;
+      return reinterpret_cast<const T*>(xrow + p0);
+    }
+  }
+  const int64_t PL = ceil_div(W, s);
+  ensure_size(buf, s * PL);
+  load_row_phases(xrow, sl, L, p0, s, PL, buf.data());
+  phase_offsets(K, s, d, PL, off);
+  return buf.data();
 }
 
 // Channel-last window: win[r*ldw + c] = x(position p0 + r, channel c) for r < nrows, c < cb; rows

@@ -73,22 +73,7 @@ void forward_cf(const Tensor& x, const std::vector<T>& w, const std::vector<T>& 
       const int64_t b = row / C, c = row % C;
       const int64_t j0 = jt * kTileCF, n = std::min(kTileCF, Lo - j0);
       const int64_t p0 = j0 * s - pl, W = (n - 1) * s + (K - 1) * d + 1;
-      const S* xrow = xp + b * sx.b + c * sx.c;
-      const T* in;
-      bool direct = false;
-      if constexpr (std::is_same_v<S, T>) {
-        direct = s == 1 && sx.l == 1 && p0 >= 0 && p0 + W <= L;
-        if (direct) in = reinterpret_cast<const T*>(xrow + p0);
-      }
-      if (direct) {
-        for (int64_t k = 0; k < K; ++k) offs[k] = k * d;
-      } else {
-        const int64_t PL = ceil_div(W, s);
-        ensure_size(xbuf, s * PL);
-        load_row_phases(xrow, sx.l, L, p0, s, PL, xbuf.data());
-        phase_offsets(K, s, d, PL, offs.data());
-        in = xbuf.data();
-      }
+      const T* in = row_window(xp + b * sx.b + c * sx.c, sx.l, L, p0, W, K, s, d, xbuf, offs.data());
       S* yrow = yp + b * sy.b + c * sy.c + j0 * sy.l;
       const int64_t* offp = offs.data();
       const T* wc = w.data() + c * K;

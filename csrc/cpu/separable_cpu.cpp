@@ -1,11 +1,10 @@
 // CPU kernels of separable_conv1d and separable_conv1d_backward: depthwise conv then a pointwise
 // (1x1) conv, fused so that the Cin x L_out intermediate never exists as a whole.
 //
-// Work is tiled over (batch, TL output positions). Per tile:
-//   forward : H = depthwise(x window) (Cin x TL, float, dw_bias folded into the pointwise bias),
-//             Y = pw_packed * H + (pw_bias + pw_weight @ dw_bias) with the register-blocked GEMM,
-//             stored in x's layout.
-//   backward: DY = grad_out tile (+ a halo of (K-1)*dilation/stride positions on the left when the
+//   forward : chunks of (batch, position) columns: H = depthwise(x) + dw_bias (Cin x columns, x's
+//             dtype, a reused chunk buffer), then y = pw @ H + pw_bias over the whole chunk (see
+//             "Forward" below: oneDNN for half types, our own GEMM for float32).
+//   backward: tiled over (batch, TL output positions). Per tile: DY = grad_out tile (+ a halo of (K-1)*dilation/stride positions on the left when the
 //             input gradient is needed), dPW += DY * H^T (H recomputed incl. dw_bias),
 //             DH = pw^T * DY, then the depthwise backward of DH: d dw_weight (tap dot products with
 //             the x window) and dx (gathered transposed convolution of DH rows).
@@ -15,7 +14,10 @@
 #include "cpu/cpu_kernels.h"
 
 #include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/ops.h>
 
+#include <array>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -27,12 +29,16 @@ namespace {
 constexpr int64_t kMaxChunksSep = 64;
 constexpr int64_t kPartialBytes = int64_t(64) << 20;  // bound on d pw_weight partials
 
-// Output positions per tile: keeps the Cin x TL and Cout x TL tiles in L2. The backward also
+// Output positions per backward tile: 256K / max(Cin, Cout), 64-1024. The tile is the shared
+// dimension of each d pw_weight product into its chunk's Cout x Cin partial, so short tiles re-read
+// that partial for few products: 8x the old L2-sized tiles (32K / channels) took the CI runner's
+// backward at B4 C512 L500 K31 from 30.4 to 12.4 ms, at B4 C256 L4096 K9 from 39.5 to 24.7 and at
+// B4 C1024 L250 K11 from 50 to 32 (csrc/NOTES.md, forty-fourth session). The backward also
 // recomputes a left halo of grad_out columns for the input gradient; the tile grows with it so that
 // the halo stays a small fraction of the work.
 int64_t separable_tile(int64_t cin, int64_t cout, int64_t halo = 0) {
   const int64_t cmax = std::max<int64_t>({cin, cout, int64_t(1)});
-  const int64_t tl = clamp64((32768 / cmax) / kNPad * kNPad, kNPad, 512);
+  const int64_t tl = clamp64((262144 / cmax) / kNPad * kNPad, kNPad, 1024);
   return std::max(tl, std::min<int64_t>(1024, round_up(2 * halo, kNPad)));
 }
 
@@ -76,55 +82,280 @@ void store_tile(const T* tile, int64_t ld, int64_t rows, int64_t n, S* dst, int6
 }
 
 // ------------------------------------------------------------------------------------------------
-// Forward.
+// Forward: chunks of (batch, position) columns. Per chunk, H = depthwise(x) + dw_bias for every
+// input channel, in x's dtype (what the CUDA kernels round h to before their products), on all
+// threads; then y = pw @ H + pw_bias:
+//   - bfloat16 / float16 / float64: torch's mm straight into y (oneDNN for half types: AMX or
+//     AVX512-BF16 where the CPU has them, bf16 ~8x the float32 rate on the CI runner; BLAS for
+//     float64), all threads. Half types carry pw_bias in the product as one more input channel (a
+//     row of ones in H), so y is rounded once, as on the GPU.
+//   - float32: GemmRowsOp (cpu_kernels.h) on column x row blocks, all threads: torch's mm would
+//     follow torch.set_float32_matmul_precision (bf16 products under 'medium'), where nn.Conv1d
+//     stays exact.
+// H is a chunk buffer of a few MB: the Cin x L_out intermediate never exists as a whole. The
+// backward keeps the packed register-blocked GEMM: its weight gradients are bitwise reproducible
+// whatever the thread count, which a library GEMM does not promise. Measurements: csrc/NOTES.md,
+// "Forty-fourth session".
 // ------------------------------------------------------------------------------------------------
+// H of one chunk: torch's mm (half types, float64) pays a call and a repack of pw per chunk, so
+// its chunks are large; float32's own GEMM runs best with H near L2 size (CI runner, B1 model
+// shapes: 256 KB against 4 MB, SNAC 22.0 -> 20.8 ms, Vocos 6.0 -> 5.6, bf16 SNAC 4.5 -> 6.8 the
+// other way).
+constexpr int64_t kChunkBytes = int64_t(4) << 20;
+constexpr int64_t kChunkBytesF32 = int64_t(256) << 10;
+constexpr int64_t kRowSpan = 2048;  // positions per depthwise task of channel-first x
+
+// Buffers reused by the calling thread across calls (slot 0: a chunk's H; slot 1: pw's operand
+// copy): fresh multi-megabyte allocations go back to the system on free and page-fault again on
+// every call (~14% of a Citrinet-sized forward on the CI runner). Up to kKeepBytes per slot stay
+// allocated between calls (release_large_scratch).
+constexpr int64_t kKeepBytes = int64_t(64) << 20;
+
+inline std::vector<unsigned char>& scratch_slot(int slot) {
+  thread_local std::vector<unsigned char> bufs[2];
+  return bufs[slot];
+}
+
+inline unsigned char* reusable_scratch(int slot, int64_t bytes) {
+  std::vector<unsigned char>& buf = scratch_slot(slot);
+  if (static_cast<int64_t>(buf.size()) < bytes) {
+    buf.clear();
+    buf.shrink_to_fit();
+    buf.resize(static_cast<size_t>(bytes));
+  }
+  return buf.data();
+}
+
+inline void release_large_scratch() {
+  for (int slot = 0; slot < 2; ++slot) {
+    std::vector<unsigned char>& buf = scratch_slot(slot);
+    if (static_cast<int64_t>(buf.size()) > kKeepBytes) {
+      buf.clear();
+      buf.shrink_to_fit();
+    }
+  }
+}
+
+// out = a @ b through the dispatcher (aten::mm.out; strided matrices, BLAS-style leading dims).
+void mm_into(const Tensor& a, const Tensor& b, const Tensor& out) {
+  std::array<StableIValue, 3> stack{torch::stable::detail::from(a), torch::stable::detail::from(b),
+                                    torch::stable::detail::from(out)};
+  STABLE_TORCH_ERROR_CODE_CHECK(torch_call_dispatcher("aten::mm", "out", stack.data(), TORCH_ABI_VERSION));
+  (void)torch::stable::detail::to<Tensor>(stack[0]);  // the returned alias of out: released
+}
+
+Tensor matrix(const void* data, int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride,
+              const Tensor& like) {
+  return torch::stable::from_blob(const_cast<void*>(data), {rows, cols}, {row_stride, col_stride},
+                                  like.device(), like.scalar_type());
+}
+
+// row[i] += bias[i] and row[i] += v, i < n (float32 / float64; vectorised by the compiler).
+template <typename T>
+void add_bias_row(T* __restrict row, const T* __restrict bias, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) row[i] += bias[i];
+}
+template <typename T>
+void add_scalar_row(T* __restrict row, T v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) row[i] += v;
+}
+
+// One chunk: batches [b0, b0 + nb) x output positions [j0, j0 + n); H column (bi * n + j - j0).
+struct FwdChunk {
+  int64_t b0, nb, j0, n;
+};
+
+// float32's product, strict whatever torch's matmul precision (torch.mm would follow
+// torch.set_float32_matmul_precision, which can make it bf16; nn.Conv1d's float32 stays exact):
+// y = pw @ H + pw_bias by GemmRowsOp over blocks of kProductCols columns on all threads, each
+// block's C tile then stored in y's layout. H rows hold ldh >= round_up(ncol, 64) finite columns.
+constexpr int64_t kProductCols = 256;
+constexpr int64_t kProductRows = 256;  // a multiple of kMR
+
+void product_f32(const Tensor& pw, const std::vector<float>& bias, const float* H, int64_t ldh,
+                 const FwdChunk& ck, int64_t Cin, int64_t Cout, bool cl, const Strides3& sy, float* yp) {
+  const float* A = static_cast<const float*>(pw.const_data_ptr());
+  const int64_t ncol = ck.nb * ck.n, ldc = kProductCols + 16;
+  const float* bp = bias.empty() ? nullptr : bias.data();  // padded to whole kMR panels
+  // Tasks: column blocks x equal row blocks of pw: at most kProductRows rows each, so that a task's C
+  // tile (~0.5 MB) stays in L2 across the GEMM's passes over Cin, and two tasks per thread where
+  // Cout allows.
+  const int64_t threads = std::max<int64_t>(1, static_cast<int64_t>(torch::stable::get_num_threads()));
+  const int64_t col_blocks = ceil_div(ncol, kProductCols);
+  const int64_t row_blocks = clamp64(std::max(ceil_div(Cout, kProductRows), ceil_div(2 * threads, col_blocks)), 1,
+                                     ceil_div(Cout, 4 * kMR));
+  const int64_t mr = round_up(ceil_div(Cout, row_blocks), kMR);
+  const int64_t tasks = col_blocks * ceil_div(Cout, mr);
+  torch::stable::parallel_for(0, tasks, 1, [&](int64_t t0, int64_t t1) {
+    thread_local std::vector<float> ct, row;
+    ensure_size(ct, mr * ldc);
+    if (cl) ensure_size(row, mr);
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t blk = task % col_blocks, m0 = (task / col_blocks) * mr;
+      const int64_t c0 = blk * kProductCols, nc = std::min(kProductCols, ncol - c0), m = std::min(mr, Cout - m0);
+      // Channel-first y, a whole block of one batch row and whole kMR panels: the GEMM writes y's
+      // rows in place (it writes exactly m rows and nc columns then).
+      const int64_t ci = c0 % ck.n;
+      if (!cl && sy.l == 1 && nc % 64 == 0 && m % kMR == 0 && ci + nc <= ck.n) {
+        float* yb = yp + (ck.b0 + c0 / ck.n) * sy.b + m0 * sy.c + (ck.j0 + ci);
+        isa_call<GemmRowsOp<float>>(m, nc, Cin, A + m0 * Cin, Cin, H + c0, ldh, yb, sy.c, bp ? bp + m0 : nullptr);
+        continue;
+      }
+      isa_call<GemmRowsOp<float>>(m, nc, Cin, A + m0 * Cin, Cin, H + c0, ldh, ct.data(), ldc,
+                                  bp ? bp + m0 : nullptr);
+      // Columns c0.. of the chunk are (batch, position) pairs, batch-major: store by batch runs.
+      for (int64_t q = 0; q < nc;) {
+        const int64_t col = c0 + q, bi = col / ck.n, j = ck.j0 + col % ck.n;
+        const int64_t run = std::min(nc - q, ck.n - col % ck.n);
+        float* yb = yp + (ck.b0 + bi) * sy.b + j * sy.l + m0 * sy.c;
+        if (!cl) {
+          for (int64_t o = 0; o < m; ++o) store_row(ct.data() + o * ldc + q, yb + o * sy.c, sy.l, run);
+        } else {
+          for (int64_t r = 0; r < run; ++r) {
+            load_row(ct.data() + q + r, ldc, row.data(), m);
+            store_row(static_cast<const float*>(row.data()), yb + r * sy.l, sy.c, m);
+          }
+        }
+        q += run;
+      }
+    }
+  });
+}
+
+// pw_a: (Cout, Ka) in x's dtype, contiguous; Ka = Cin, or more with pw_bias as column Cin and zeros
+// after it (H's rows from Cin on: ones, then zeros). pwb_after: pw_bias added with the product
+// instead (float32: the GEMM's initial value, padded to whole kMR rows; float64: afterwards), or empty.
 template <typename S, typename T, int KT>
-void forward_tiles(const Tensor& x, const std::vector<T>& dwc, const std::vector<T>& pwp,
-                   const std::vector<T>& bias_o, const ConvGeometry& g, Tensor& y) {
+void forward_chunks(const Tensor& x, const std::vector<T>& dwc, const std::vector<T>& dwb,
+                    const Tensor& pw_a, const std::vector<T>& pwb_after, const ConvGeometry& g, Tensor& y) {
   const S* xp = static_cast<const S*>(x.const_data_ptr());
   S* yp = static_cast<S*>(y.mutable_data_ptr());
   const Strides3 sx = strides_of(x);
   const Strides3 sy = strides_of(y);
-  const int64_t Cin = g.channels, Cout = g.out_channels, L = g.length, Lo = g.out_length;
+  const int64_t B = g.batch, Cin = g.channels, Cout = g.out_channels, L = g.length, Lo = g.out_length;
   const int64_t K = g.kernel_size, s = g.stride, d = g.dilation, pl = g.pad_left;
+  const int64_t Ka = pw_a.size(1);
   const bool cl = is_channels_last(x);
-  const int64_t TL = separable_tile(Cin, Cout);
-  const int64_t TLp = gemm_ld(TL);
-  const int64_t Coutp = round_up(Cout, kMR);
-  const int64_t ntiles = ceil_div(Lo, TL);
-  const int64_t items = g.batch * ntiles;
+  const int64_t threads = std::max<int64_t>(1, static_cast<int64_t>(torch::stable::get_num_threads()));
+  // Columns per chunk: whole rows of several batches where rows are short, else a position range.
+  const int64_t chunk_bytes = std::is_same_v<S, float> ? kChunkBytesF32 : kChunkBytes;
+  const int64_t cols = std::max<int64_t>(256, chunk_bytes / (Ka * static_cast<int64_t>(sizeof(S))));
+  const int64_t nb = Lo <= cols ? std::max<int64_t>(1, std::min(B, cols / Lo)) : 1;
+  const int64_t span = Lo <= cols ? Lo : round_up(cols, 64);
+  // Depthwise tiles: a Cin-channel window of at most ~128 KB of T, and at least two per thread.
+  const int64_t tl_cap = clamp64((32768 / std::max<int64_t>(Cin, 1)) / 16 * 16, 16, 512);
+  S* H = reinterpret_cast<S*>(reusable_scratch(0, Ka * (round_up(nb * span, 64) + 16) * static_cast<int64_t>(sizeof(S))));
+  // y rows are dense over (batch, position) in the channel-last layout (new_activation).
+  STD_TORCH_CHECK(!cl || (sy.c == 1 && sy.l == Cout && sy.b == Lo * Cout),
+                  "sepconv1d: internal: channel-last y is not dense");
 
-  torch::stable::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> xb, rowt;
-    std::vector<T> H(static_cast<size_t>(std::max<int64_t>(Cin, 1) * TLp), T(0));
-    std::vector<T> Y(static_cast<size_t>(Coutp * TLp), T(0));
-    std::vector<int64_t> offs(static_cast<size_t>(K));
-    for (int64_t it = begin; it < end; ++it) {
-      const int64_t b = it / ntiles, jt = it % ntiles;
-      const int64_t j0 = jt * TL, n = std::min(TL, Lo - j0);
-      const int64_t p0 = j0 * s - pl, W = (n - 1) * s + (K - 1) * d + 1;
-      const int64_t PL = ceil_div(W, s), rowlen = s * PL;
-      bool direct = false;
-      if constexpr (std::is_same_v<S, T>) direct = !cl && s == 1 && sx.l == 1 && p0 >= 0 && p0 + W <= L;
-      if (direct) {
-        for (int64_t k = 0; k < K; ++k) offs[k] = k * d;
-      } else {
-        phase_offsets(K, s, d, PL, offs.data());
-        ensure_size(xb, Cin * rowlen);
-        load_window(xp + b * sx.b, sx.c, sx.l, cl, Cin, L, p0, s, PL, xb.data(), rowlen, rowt);
-      }
-      for (int64_t c = 0; c < Cin; ++c) {
-        const T* in = direct ? reinterpret_cast<const T*>(xp + b * sx.b + c * sx.c + p0)
-                             : static_cast<const T*>(xb.data() + c * rowlen);
-        isa_call<CorrOp<T, KT>>(in, static_cast<const int64_t*>(offs.data()), dwc.data() + c * K, K,
-                                T(0), H.data() + c * TLp, n);
-      }
-      isa_call<GemmOp<T>>(Cout, n, Cin, pwp.data(), static_cast<const T*>(H.data()), TLp, Y.data(),
-                          TLp, bias_o.data(), false);
-      store_tile(static_cast<const T*>(Y.data()), TLp, Cout, n, yp + b * sy.b + j0 * sy.l, sy.c, sy.l, cl,
-                 rowt);
+  auto run_chunk = [&](const FwdChunk& ck) {
+    const int64_t ncol = ck.nb * ck.n;
+    // H's row pitch: GemmRowsOp reads whole 64-column blocks; +16 so that rows a power of two
+    // apart do not share L1 sets (the GEMM's B panel is 128 rows of one column block).
+    const int64_t ldh = round_up(ncol, 64) + 16;
+    // H: the depthwise of every (batch, channel) row of the chunk. Channel-first x: row segments
+    // of at most kRowSpan positions as tasks (as the depthwise forward runs); channel-last x: tiles
+    // of TL positions over all channels, whose windows are transposed from position rows.
+    if (!cl) {
+      const int64_t seg = std::min(ck.n, kRowSpan);
+      const int64_t segs = ceil_div(ck.n, seg);
+      const int64_t grain = std::max<int64_t>(1, 16384 / (seg * std::max<int64_t>(K, 4)));
+      torch::stable::parallel_for(0, ck.nb * Cin * segs, grain, [&](int64_t begin, int64_t end) {
+        std::vector<T> xbuf, hrow;
+        std::vector<int64_t> offs(static_cast<size_t>(K));
+        for (int64_t task = begin; task < end; ++task) {
+          const int64_t row = task / segs, js = task % segs;
+          const int64_t bi = row / Cin, c = row % Cin;
+          const int64_t j0 = ck.j0 + js * seg, n = std::min(seg, ck.j0 + ck.n - j0);
+          const int64_t p0 = j0 * s - pl, W = (n - 1) * s + (K - 1) * d + 1;
+          const T* in = row_window(xp + (ck.b0 + bi) * sx.b + c * sx.c, sx.l, L, p0, W, K, s, d, xbuf,
+                                   offs.data());
+          S* h = H + c * ldh + bi * ck.n + (j0 - ck.j0);
+          if constexpr (std::is_same_v<S, T>) {
+            isa_call<CorrOp<T, KT>>(in, static_cast<const int64_t*>(offs.data()), dwc.data() + c * K, K,
+                                    dwb[c], h, n);
+          } else {
+            ensure_size(hrow, n);
+            isa_call<CorrOp<T, KT>>(in, static_cast<const int64_t*>(offs.data()), dwc.data() + c * K, K,
+                                    dwb[c], hrow.data(), n);
+            store_row(static_cast<const T*>(hrow.data()), h, int64_t(1), n);
+          }
+        }
+      });
+    } else {
+      const int64_t TL = std::min(tl_cap, std::max<int64_t>(16, round_up(ceil_div(ncol, 2 * threads), 16)));
+      const int64_t tiles_per_row = ceil_div(ck.n, TL);
+      torch::stable::parallel_for(0, ck.nb * tiles_per_row, 1, [&](int64_t begin, int64_t end) {
+        std::vector<T> xb, rowt, hrow;
+        std::vector<int64_t> offs(static_cast<size_t>(K));
+        for (int64_t task = begin; task < end; ++task) {
+          const int64_t bi = task / tiles_per_row, jt = task % tiles_per_row;
+          const int64_t j0 = ck.j0 + jt * TL, n = std::min(TL, ck.j0 + ck.n - j0);
+          const int64_t p0 = j0 * s - pl, W = (n - 1) * s + (K - 1) * d + 1;
+          const int64_t PL = ceil_div(W, s), rowlen = s * PL;
+          phase_offsets(K, s, d, PL, offs.data());
+          ensure_size(xb, Cin * rowlen);
+          load_window(xp + (ck.b0 + bi) * sx.b, sx.c, sx.l, true, Cin, L, p0, s, PL, xb.data(), rowlen, rowt);
+          ensure_size(hrow, n);
+          for (int64_t c = 0; c < Cin; ++c) {
+            S* h = H + c * ldh + bi * ck.n + (j0 - ck.j0);
+            const T* in = xb.data() + c * rowlen;
+            if constexpr (std::is_same_v<S, T>) {
+              isa_call<CorrOp<T, KT>>(in, static_cast<const int64_t*>(offs.data()), dwc.data() + c * K, K,
+                                      dwb[c], h, n);
+            } else {
+              isa_call<CorrOp<T, KT>>(in, static_cast<const int64_t*>(offs.data()), dwc.data() + c * K, K,
+                                      dwb[c], hrow.data(), n);
+              store_row(static_cast<const T*>(hrow.data()), h, int64_t(1), n);
+            }
+          }
+        }
+      });
     }
-  });
+    // The rows after Cin: ones (pw_bias's column of pw_a), then zeros; the columns past ncol that
+    // float32's GEMM reads: zeros.
+    for (int64_t r = Cin; r < Ka; ++r) std::fill(H + r * ldh, H + r * ldh + ncol, from_acc<S>(T(r == Cin ? 1 : 0)));
+    if constexpr (std::is_same_v<S, float>) {
+      for (int64_t r = 0; r < Ka; ++r) std::fill(H + r * ldh + ncol, H + (r + 1) * ldh, 0.0f);
+    }
+    if constexpr (std::is_same_v<S, float>) {
+      product_f32(pw_a, pwb_after, H, ldh, ck, Cin, Cout, cl, sy, yp);
+      return;
+    }
+    // y = pw_a @ H, written in place on every thread; then pwb_after.
+    S* yc = yp + ck.b0 * sy.b + ck.j0 * sy.l;
+    if (cl) {  // y^T rows (b, j) x Cout = H^T @ pw_a^T
+      mm_into(matrix(H, ncol, Ka, 1, ldh, x), matrix(pw_a.const_data_ptr(), Ka, Cout, 1, Ka, x),
+              matrix(yc, ncol, Cout, Cout, 1, x));
+    } else {
+      for (int64_t bi = 0; bi < ck.nb; ++bi) {
+        mm_into(pw_a, matrix(H + bi * ck.n, Ka, ck.n, ldh, 1, x), matrix(yc + bi * sy.b, Cout, ck.n, sy.c, 1, x));
+      }
+    }
+    if constexpr (std::is_same_v<S, T>) {
+      if (pwb_after.empty()) return;
+      if (cl) {
+        torch::stable::parallel_for(0, ncol, 64, [&](int64_t c0, int64_t c1) {
+          for (int64_t c = c0; c < c1; ++c) add_bias_row(yc + c * Cout, pwb_after.data(), Cout);
+        });
+      } else {
+        torch::stable::parallel_for(0, ck.nb * Cout, 8, [&](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r) {
+            add_scalar_row(yc + (r / Cout) * sy.b + (r % Cout) * sy.c, pwb_after[r % Cout], ck.n);
+          }
+        });
+      }
+    }
+  };
+
+  if (span == Lo) {
+    for (int64_t b0 = 0; b0 < B; b0 += nb) run_chunk({b0, std::min(nb, B - b0), 0, Lo});
+  } else {
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t j0 = 0; j0 < Lo; j0 += span) run_chunk({b, 1, j0, std::min(span, Lo - j0)});
+    }
+  }
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -303,24 +534,46 @@ Tensor separable_conv1d_cpu(const Tensor& x_in, const Tensor& dw_weight,
     using WT = typename decltype(wt)::type;
     using T = acc_t<S>;
     const std::vector<T> dwc = to_acc_vector<WT, T>(dw, Cin * K);
-    const std::vector<T> pwc = to_acc_vector<WT, T>(pw, Cout * Cin);
-    // Folded bias: pw_bias + pw_weight @ dw_bias, summed in double.
-    std::vector<T> bias_o(static_cast<size_t>(round_up(Cout, kMR)), T(0));
-    const std::vector<double> dwb_d = dwb ? to_acc_vector<WT, double>(*dwb, Cin) : std::vector<double>();
-    const std::vector<double> pwb_d = pwb ? to_acc_vector<WT, double>(*pwb, Cout) : std::vector<double>();
-    for (int64_t o = 0; o < Cout; ++o) {
-      double acc = pwb ? pwb_d[o] : 0.0;
-      if (dwb) {
-        for (int64_t c = 0; c < Cin; ++c) acc += static_cast<double>(pwc[o * Cin + c]) * dwb_d[c];
-      }
-      bias_o[o] = static_cast<T>(acc);
+    const std::vector<T> dwb_t = dwb ? to_acc_vector<WT, T>(*dwb, Cin) : std::vector<T>(Cin, T(0));
+    // pw as the product's operand in x's dtype (float32 weights of half x rounded, as the CUDA
+    // kernels' MMA operands are). Half types: pw_bias as one more column, so that y is rounded once
+    // (acc + bias). float32 / float64 add pw_bias to the product's result: the same one rounding,
+    // without a copy of pw.
+    const bool bias_in_product = pwb.has_value() && is_half_type(x.scalar_type());
+    Tensor pw_a = torch::stable::reshape(pw, {Cout, Cin});
+    if (bias_in_product || pw.scalar_type() != x.scalar_type()) {
+      // Ka: Cin, or Cin + 1 padded with zero columns to whole 64-byte rows (aligned operand rows).
+      const int64_t Ka = bias_in_product ? round_up(Cin + 1, 16) : Cin;
+      S* dst = reinterpret_cast<S*>(reusable_scratch(1, Cout * Ka * static_cast<int64_t>(sizeof(S))));
+      pw_a = torch::stable::from_blob(dst, {Cout, Ka}, {Ka, 1}, x.device(), x.scalar_type());
+      const WT* src = static_cast<const WT*>(pw.const_data_ptr());
+      const WT* bsrc = bias_in_product ? static_cast<const WT*>(pwb->const_data_ptr()) : nullptr;
+      torch::stable::parallel_for(0, Cout, 16, [&](int64_t o0, int64_t o1) {
+        std::vector<T> row(static_cast<size_t>(Cin));
+        for (int64_t o = o0; o < o1; ++o) {
+          if constexpr (std::is_same_v<WT, S>) {
+            std::memcpy(dst + o * Ka, src + o * Cin, static_cast<size_t>(Cin) * sizeof(S));
+          } else {
+            load_row(src + o * Cin, int64_t(1), row.data(), Cin);
+            store_row(static_cast<const T*>(row.data()), dst + o * Ka, int64_t(1), Cin);
+          }
+          if (bsrc != nullptr) {
+            dst[o * Ka + Cin] = from_acc<S>(to_acc<T>(bsrc[o]));
+            std::fill(dst + o * Ka + Cin + 1, dst + (o + 1) * Ka, from_acc<S>(T(0)));
+          }
+        }
+      });
     }
-    std::vector<T> pwp(static_cast<size_t>(round_up(Cout, kMR) * Cin));
-    pack_a(Cout, Cin, pwc.data(), Cin, int64_t(1), pwp.data());
+    std::vector<T> pwb_after;  // pw_bias added after the product (float32 / float64)
+    if (pwb.has_value() && !bias_in_product) {
+      pwb_after = to_acc_vector<WT, T>(*pwb, Cout);
+      pwb_after.resize(static_cast<size_t>(round_up(Cout, kMR)), T(0));  // GemmRowsOp's padded rows
+    }
     dispatch_kernel_size(K, [&](auto kt) {
-      forward_tiles<S, T, decltype(kt)::value>(x, dwc, pwp, bias_o, g, y);
+      forward_chunks<S, T, decltype(kt)::value>(x, dwc, dwb_t, pw_a, pwb_after, g, y);
     });
   });
+  release_large_scratch();
   return y;
 }
 
