@@ -653,7 +653,9 @@ SC_INLINE void gemm_micro(const T* const* a, const T* b, int64_t ldb, T* c, int6
   SC_UNROLL
   for (int r = 0; r < kMR; ++r) {
     SC_UNROLL
-    for (int v = 0; v < NV; ++v) acc[r][v] = init ? (bias ? vbcast<V>(bias[r]) : V{}) : vload<V>(c + r * ldc + v * W);
+    for (int v = 0; v < NV; ++v) {
+      acc[r][v] = init ? (bias ? vbcast<V>(bias[r]) : V{}) : vload<V>(c + r * ldc + v * W);
+    }
   }
   for (int64_t k = 0; k < kl; ++k) {
     V bv[NV];

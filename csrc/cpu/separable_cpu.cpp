@@ -4,8 +4,9 @@
 //   forward : chunks of (batch, position) columns: H = depthwise(x) + dw_bias (Cin x columns, x's
 //             dtype, a reused chunk buffer), then y = pw @ H + pw_bias over the whole chunk (see
 //             "Forward" below: oneDNN for half types, our own GEMM for float32).
-//   backward: tiled over (batch, TL output positions). Per tile: DY = grad_out tile (+ a halo of (K-1)*dilation/stride positions on the left when the
-//             input gradient is needed), dPW += DY * H^T (H recomputed incl. dw_bias),
+//   backward: tiled over (batch, TL output positions). Per tile: DY = grad_out tile (+ a halo of
+//             (K-1)*dilation/stride positions on the left when the input gradient is needed),
+//             dPW += DY * H^T (H recomputed incl. dw_bias),
 //             DH = pw^T * DY, then the depthwise backward of DH: d dw_weight (tap dot products with
 //             the x window) and dx (gathered transposed convolution of DH rows).
 //   d pw_bias = sum DY and d dw_bias = pw^T (sum DY) are formed from per-chunk sums of DY.
@@ -150,7 +151,8 @@ Tensor matrix(const void* data, int64_t rows, int64_t cols, int64_t row_stride, 
                                   like.device(), like.scalar_type());
 }
 
-// row[i] += bias[i] and row[i] += v, i < n (float32 / float64; vectorised by the compiler).
+// row[i] += bias[i] and row[i] += v, i < n (float64's pw_bias after the product; vectorised by the
+// compiler).
 template <typename T>
 void add_bias_row(T* __restrict row, const T* __restrict bias, int64_t n) {
   for (int64_t i = 0; i < n; ++i) row[i] += bias[i];
@@ -178,12 +180,12 @@ void product_f32(const Tensor& pw, const std::vector<float>& bias, const float* 
   const int64_t ncol = ck.nb * ck.n, ldc = kProductCols + 16;
   const float* bp = bias.empty() ? nullptr : bias.data();  // padded to whole kMR panels
   // Tasks: column blocks x equal row blocks of pw: at most kProductRows rows each, so that a task's C
-  // tile (~0.5 MB) stays in L2 across the GEMM's passes over Cin, and two tasks per thread where
+  // tile (~0.3 MB) stays in L2 across the GEMM's passes over Cin, and two tasks per thread where
   // Cout allows.
   const int64_t threads = std::max<int64_t>(1, static_cast<int64_t>(torch::stable::get_num_threads()));
   const int64_t col_blocks = ceil_div(ncol, kProductCols);
-  const int64_t row_blocks = clamp64(std::max(ceil_div(Cout, kProductRows), ceil_div(2 * threads, col_blocks)), 1,
-                                     ceil_div(Cout, 4 * kMR));
+  const int64_t row_blocks = clamp64(
+      std::max(ceil_div(Cout, kProductRows), ceil_div(2 * threads, col_blocks)), 1, ceil_div(Cout, 4 * kMR));
   const int64_t mr = round_up(ceil_div(Cout, row_blocks), kMR);
   const int64_t tasks = col_blocks * ceil_div(Cout, mr);
   torch::stable::parallel_for(0, tasks, 1, [&](int64_t t0, int64_t t1) {
@@ -192,13 +194,15 @@ void product_f32(const Tensor& pw, const std::vector<float>& bias, const float* 
     if (cl) ensure_size(row, mr);
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t blk = task % col_blocks, m0 = (task / col_blocks) * mr;
-      const int64_t c0 = blk * kProductCols, nc = std::min(kProductCols, ncol - c0), m = std::min(mr, Cout - m0);
+      const int64_t c0 = blk * kProductCols, nc = std::min(kProductCols, ncol - c0);
+      const int64_t m = std::min(mr, Cout - m0);
       // Channel-first y, a whole block of one batch row and whole kMR panels: the GEMM writes y's
       // rows in place (it writes exactly m rows and nc columns then).
       const int64_t ci = c0 % ck.n;
       if (!cl && sy.l == 1 && nc % 64 == 0 && m % kMR == 0 && ci + nc <= ck.n) {
         float* yb = yp + (ck.b0 + c0 / ck.n) * sy.b + m0 * sy.c + (ck.j0 + ci);
-        isa_call<GemmRowsOp<float>>(m, nc, Cin, A + m0 * Cin, Cin, H + c0, ldh, yb, sy.c, bp ? bp + m0 : nullptr);
+        isa_call<GemmRowsOp<float>>(m, nc, Cin, A + m0 * Cin, Cin, H + c0, ldh, yb, sy.c,
+                                    bp ? bp + m0 : nullptr);
         continue;
       }
       isa_call<GemmRowsOp<float>>(m, nc, Cin, A + m0 * Cin, Cin, H + c0, ldh, ct.data(), ldc,
@@ -244,7 +248,8 @@ void forward_chunks(const Tensor& x, const std::vector<T>& dwc, const std::vecto
   const int64_t span = Lo <= cols ? Lo : round_up(cols, 64);
   // Depthwise tiles: a Cin-channel window of at most ~128 KB of T, and at least two per thread.
   const int64_t tl_cap = clamp64((32768 / std::max<int64_t>(Cin, 1)) / 16 * 16, 16, 512);
-  S* H = reinterpret_cast<S*>(reusable_scratch(0, Ka * (round_up(nb * span, 64) + 16) * static_cast<int64_t>(sizeof(S))));
+  const int64_t h_bytes = Ka * (round_up(nb * span, 64) + 16) * static_cast<int64_t>(sizeof(S));
+  S* H = reinterpret_cast<S*>(reusable_scratch(0, h_bytes));
   // y rows are dense over (batch, position) in the channel-last layout (new_activation).
   STD_TORCH_CHECK(!cl || (sy.c == 1 && sy.l == Cout && sy.b == Lo * Cout),
                   "sepconv1d: internal: channel-last y is not dense");
@@ -315,7 +320,9 @@ void forward_chunks(const Tensor& x, const std::vector<T>& dwc, const std::vecto
     }
     // The rows after Cin: ones (pw_bias's column of pw_a), then zeros; the columns past ncol that
     // float32's GEMM reads: zeros.
-    for (int64_t r = Cin; r < Ka; ++r) std::fill(H + r * ldh, H + r * ldh + ncol, from_acc<S>(T(r == Cin ? 1 : 0)));
+    for (int64_t r = Cin; r < Ka; ++r) {
+      std::fill(H + r * ldh, H + r * ldh + ncol, from_acc<S>(T(r == Cin ? 1 : 0)));
+    }
     if constexpr (std::is_same_v<S, float>) {
       for (int64_t r = 0; r < Ka; ++r) std::fill(H + r * ldh + ncol, H + (r + 1) * ldh, 0.0f);
     }
@@ -330,7 +337,8 @@ void forward_chunks(const Tensor& x, const std::vector<T>& dwc, const std::vecto
               matrix(yc, ncol, Cout, Cout, 1, x));
     } else {
       for (int64_t bi = 0; bi < ck.nb; ++bi) {
-        mm_into(pw_a, matrix(H + bi * ck.n, Ka, ck.n, ldh, 1, x), matrix(yc + bi * sy.b, Cout, ck.n, sy.c, 1, x));
+        mm_into(pw_a, matrix(H + bi * ck.n, Ka, ck.n, ldh, 1, x),
+                matrix(yc + bi * sy.b, Cout, ck.n, sy.c, 1, x));
       }
     }
     if constexpr (std::is_same_v<S, T>) {
