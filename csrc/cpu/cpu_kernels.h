@@ -631,6 +631,15 @@ inline void pack_a(int64_t M, int64_t Kd, const T* src, int64_t sm, int64_t sk, 
   const int64_t Mb = ceil_div(M, kMR);
   for (int64_t mb = 0; mb < Mb; ++mb) {
     T* panel = dst + mb * kMR * Kd;
+    if (sm == 1 && mb * kMR + kMR <= M) {
+      // A transposed source (pw^T): a panel's kMR rows are adjacent elements of each source row,
+      // so walk k outside (one source line per k, sequential writes) rather than kMR strided passes.
+      for (int64_t k = 0; k < Kd; ++k) {
+        const T* s = src + mb * kMR + k * sk;
+        for (int64_t r = 0; r < kMR; ++r) panel[k * kMR + r] = s[r];
+      }
+      continue;
+    }
     for (int64_t r = 0; r < kMR; ++r) {
       const int64_t m = mb * kMR + r;
       if (m < M) {
@@ -644,11 +653,13 @@ inline void pack_a(int64_t M, int64_t Kd, const T* src, int64_t sm, int64_t sk, 
 }
 
 // Micro-kernel: C[kMR x NV*W] (= bias | 0 when init, else +=) A[kMR x kl] * B[kl x NV*W], with A's
-// element (r, k) at a[r][k * KSTEP]: packed panels (a[r] = panel + r, KSTEP = kMR, GemmOp) or rows
-// read in place (KSTEP = 1, GemmRowsOp).
+// element (r, k) at a[r][k * KSTEP]: packed panels (a[r] = panel + r, KSTEP = kMR, GemmOp), rows
+// read in place (KSTEP = 1) or, KSTEP = 0, a run-time stride kstep (a transposed matrix read in
+// place: GemmRowsOp).
 template <int KSTEP, typename T, typename V, int W, int NV>
-SC_INLINE void gemm_micro(const T* const* a, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t kl,
-                          bool init, const T* bias) {
+SC_INLINE void gemm_micro(const T* const* a, int64_t kstep, const T* b, int64_t ldb, T* c, int64_t ldc,
+                          int64_t kl, bool init, const T* bias) {
+  const int64_t ks = KSTEP > 0 ? KSTEP : kstep;
   V acc[kMR][NV];
   SC_UNROLL
   for (int r = 0; r < kMR; ++r) {
@@ -663,7 +674,7 @@ SC_INLINE void gemm_micro(const T* const* a, const T* b, int64_t ldb, T* c, int6
     for (int v = 0; v < NV; ++v) bv[v] = vload<V>(b + k * ldb + v * W);
     SC_UNROLL
     for (int r = 0; r < kMR; ++r) {
-      const V av = vbcast<V>(a[r][k * KSTEP]);
+      const V av = vbcast<V>(a[r][k * ks]);
       SC_UNROLL
       for (int v = 0; v < NV; ++v) acc[r][v] += av * bv[v];
     }
@@ -680,8 +691,9 @@ SC_INLINE void gemm_micro(const T* const* a, const T* b, int64_t ldb, T* c, int6
 // under -std=c++17.
 #define SC_GEMM_MICRO(NAME, TARGET, T, VT, W, NV, LOAD, STORE, SET1, FMA, ZERO)                     \
   template <int KSTEP>                                                                              \
-  TARGET inline void NAME(const T* const* a, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t kl, \
-                          bool init, const T* bias) {                                               \
+  TARGET inline void NAME(const T* const* a, int64_t kstep, const T* b, int64_t ldb, T* c,           \
+                          int64_t ldc, int64_t kl, bool init, const T* bias) {                      \
+    const int64_t ks = KSTEP > 0 ? KSTEP : kstep;                                                   \
     VT acc[kMR][NV];                                                                                \
     SC_UNROLL                                                                                       \
     for (int r = 0; r < kMR; ++r) {                                                                 \
@@ -696,7 +708,7 @@ SC_INLINE void gemm_micro(const T* const* a, const T* b, int64_t ldb, T* c, int6
       for (int v = 0; v < NV; ++v) bv[v] = LOAD(b + k * ldb + v * W);                              \
       SC_UNROLL                                                                                     \
       for (int r = 0; r < kMR; ++r) {                                                               \
-        const VT av = SET1(a[r][k * KSTEP]);                                                        \
+        const VT av = SET1(a[r][k * ks]);                                                           \
         SC_UNROLL                                                                                   \
         for (int v = 0; v < NV; ++v) acc[r][v] = FMA(av, bv[v], acc[r][v]);                        \
       }                                                                                             \
@@ -721,25 +733,25 @@ SC_GEMM_MICRO(gemm_micro_avx2_f64, SC_TARGET_AVX2, double, __m256d, 4, 2, _mm256
 
 // One micro-kernel call compiled for the ISA width VB.
 template <int KSTEP, int VB, typename T>
-SC_INLINE void gemm_micro_for(const T* const* a, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t kl,
-                              bool init, const T* bias) {
+SC_INLINE void gemm_micro_for(const T* const* a, int64_t kstep, const T* b, int64_t ldb, T* c, int64_t ldc,
+                              int64_t kl, bool init, const T* bias) {
   using V = vec_t<T, VB>;
   constexpr int W = VB / sizeof(T);
   constexpr int NV = VB == 64 ? 4 : 2;
 #if SEPCONV1D_X86
   if constexpr (VB == 64 && std::is_same_v<T, float>) {
-    gemm_micro_avx512_f32<KSTEP>(a, b, ldb, c, ldc, kl, init, bias);
+    gemm_micro_avx512_f32<KSTEP>(a, kstep, b, ldb, c, ldc, kl, init, bias);
   } else if constexpr (VB == 64) {
-    gemm_micro_avx512_f64<KSTEP>(a, b, ldb, c, ldc, kl, init, bias);
+    gemm_micro_avx512_f64<KSTEP>(a, kstep, b, ldb, c, ldc, kl, init, bias);
   } else if constexpr (VB == 32 && std::is_same_v<T, float>) {
-    gemm_micro_avx2_f32<KSTEP>(a, b, ldb, c, ldc, kl, init, bias);
+    gemm_micro_avx2_f32<KSTEP>(a, kstep, b, ldb, c, ldc, kl, init, bias);
   } else if constexpr (VB == 32) {
-    gemm_micro_avx2_f64<KSTEP>(a, b, ldb, c, ldc, kl, init, bias);
+    gemm_micro_avx2_f64<KSTEP>(a, kstep, b, ldb, c, ldc, kl, init, bias);
   } else {
-    gemm_micro<KSTEP, T, V, W, NV>(a, b, ldb, c, ldc, kl, init, bias);
+    gemm_micro<KSTEP, T, V, W, NV>(a, kstep, b, ldb, c, ldc, kl, init, bias);
   }
 #else
-  gemm_micro<KSTEP, T, V, W, NV>(a, b, ldb, c, ldc, kl, init, bias);
+  gemm_micro<KSTEP, T, V, W, NV>(a, kstep, b, ldb, c, ldc, kl, init, bias);
 #endif
 }
 
@@ -773,7 +785,7 @@ struct GemmOp {
           const T* panel = Ap + mb * kMR * Kd + k0 * kMR;
           const T* rows[kMR];
           for (int r = 0; r < kMR; ++r) rows[r] = panel + r;
-          gemm_micro_for<kMR, VB>(rows, B + k0 * ldb + n0, ldb, C + mb * kMR * ldc + n0, ldc, kl, init,
+          gemm_micro_for<kMR, VB>(rows, kMR, B + k0 * ldb + n0, ldb, C + mb * kMR * ldc + n0, ldc, kl, init,
                                   bias ? bias + mb * kMR : nullptr);
         }
       }
@@ -781,26 +793,36 @@ struct GemmOp {
   }
 };
 
-// GEMM with A read in place: C[M x N] = bias + A[M x Kd] * B[Kd x N], A row-major (lda), so a
-// weight matrix needs no packed copy per call (the forward's float32 product: A = pw, B = a chunk
-// of h). Like GemmOp it reads B columns and writes C up to round_up(N, NR) columns and
-// round_up(M, kMR) rows (rows of A past M repeat row M - 1; their results land in C's padding).
+// GEMM with A read in place: C[M x N] (= bias | 0, or += when accumulate) A[M x Kd] * B[Kd x N],
+// A's element (m, k) at A[m * rs + k * ks]: a row-major matrix (rs = lda, ks = 1) or a transposed
+// one (rs = 1, ks = lda), so a weight matrix or a tile needs no packed copy (the forward's float32
+// product: A = pw; the backward's: A = dy's tile, and pw^T). Like GemmOp it reads B columns and
+// writes C up to round_up(N, NR) columns and round_up(M, kMR) rows (rows of A past M repeat row
+// M - 1; their results land in C's padding). Same arithmetic, in the same order, as GemmOp.
 template <typename T>
 struct GemmRowsOp {
   template <int VB>
-  static SC_INLINE void run(int64_t M, int64_t N, int64_t Kd, const T* A, int64_t lda, const T* B,
-                            int64_t ldb, T* C, int64_t ldc, const T* bias) {
+  static SC_INLINE void run(int64_t M, int64_t N, int64_t Kd, const T* A, int64_t rs, int64_t ks,
+                            const T* B, int64_t ldb, T* C, int64_t ldc, const T* bias, bool accumulate) {
     constexpr int64_t NR = gemm_nr<T, VB>();
     const int64_t Mb = ceil_div(M, kMR);
     const int64_t Np = round_up(N, NR);
+    if (Kd == 0 && accumulate) return;
     for (int64_t k0 = 0; k0 < std::max<int64_t>(Kd, 1); k0 += kKC) {
       const int64_t kl = std::max<int64_t>(0, std::min(kKC, Kd - k0));
+      const bool init = k0 == 0 && !accumulate;
       for (int64_t n0 = 0; n0 < Np; n0 += NR) {
         for (int64_t mb = 0; mb < Mb; ++mb) {
           const T* rows[kMR];
-          for (int r = 0; r < kMR; ++r) rows[r] = A + std::min(mb * kMR + r, M - 1) * lda + k0;
-          gemm_micro_for<1, VB>(rows, B + k0 * ldb + n0, ldb, C + mb * kMR * ldc + n0, ldc, kl, k0 == 0,
-                                bias ? bias + mb * kMR : nullptr);
+          for (int r = 0; r < kMR; ++r) rows[r] = A + std::min(mb * kMR + r, M - 1) * rs + k0 * ks;
+          T* c = C + mb * kMR * ldc + n0;
+          const T* b = B + k0 * ldb + n0;
+          const T* bp = bias ? bias + mb * kMR : nullptr;
+          if (ks == 1) {
+            gemm_micro_for<1, VB>(rows, 1, b, ldb, c, ldc, kl, init, bp);
+          } else {
+            gemm_micro_for<0, VB>(rows, ks, b, ldb, c, ldc, kl, init, bp);
+          }
         }
       }
     }

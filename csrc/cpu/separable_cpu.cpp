@@ -201,12 +201,12 @@ void product_f32(const Tensor& pw, const std::vector<float>& bias, const float* 
       const int64_t ci = c0 % ck.n;
       if (!cl && sy.l == 1 && nc % 64 == 0 && m % kMR == 0 && ci + nc <= ck.n) {
         float* yb = yp + (ck.b0 + c0 / ck.n) * sy.b + m0 * sy.c + (ck.j0 + ci);
-        isa_call<GemmRowsOp<float>>(m, nc, Cin, A + m0 * Cin, Cin, H + c0, ldh, yb, sy.c,
-                                    bp ? bp + m0 : nullptr);
+        isa_call<GemmRowsOp<float>>(m, nc, Cin, A + m0 * Cin, Cin, int64_t(1), H + c0, ldh, yb, sy.c,
+                                    bp ? bp + m0 : nullptr, false);
         continue;
       }
-      isa_call<GemmRowsOp<float>>(m, nc, Cin, A + m0 * Cin, Cin, H + c0, ldh, ct.data(), ldc,
-                                  bp ? bp + m0 : nullptr);
+      isa_call<GemmRowsOp<float>>(m, nc, Cin, A + m0 * Cin, Cin, int64_t(1), H + c0, ldh, ct.data(), ldc,
+                                  bp ? bp + m0 : nullptr, false);
       // Columns c0.. of the chunk are (batch, position) pairs, batch-major: store by batch runs.
       for (int64_t q = 0; q < nc;) {
         const int64_t col = c0 + q, bi = col / ck.n, j = ck.j0 + col % ck.n;
@@ -417,12 +417,11 @@ void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc
   T* pw_part = need.pw ? pw_partials<T>(parts) : nullptr;
 
   torch::stable::parallel_for(0, parts.count, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> xb, rowt, DY, DYp, DH, dxt;
+    std::vector<T> xb, rowt, DY, DH, dxt;
     std::vector<T> H, Ht;
     if (need.pw) {
       H.assign(static_cast<size_t>(std::max<int64_t>(Cin, 1) * TLp), T(0));
       Ht.assign(static_cast<size_t>(TL * ldp), T(0));
-      DYp.assign(static_cast<size_t>(Coutp * TL), T(0));
     }
     std::vector<int64_t> offs(static_cast<size_t>(K));
     RowGradScratch<T> scratch;
@@ -478,11 +477,11 @@ void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc
               for (int64_t c = c0; c < c1; ++c) hr[c] = H[c * TLp + j];
             }
           }
-          pack_a(Cout, n, static_cast<const T*>(DY.data() + own), ndp, int64_t(1), DYp.data());
+          // dPW (+)= DY's tile (rows read in place) * Ht
           const bool first = tix == ch * parts.tiles_per_chunk;
-          isa_call<GemmOp<T>>(Cout, Cin, n, static_cast<const T*>(DYp.data()),
-                              static_cast<const T*>(Ht.data()), ldp, dpw, ldp,
-                              static_cast<const T*>(nullptr), !first);
+          isa_call<GemmRowsOp<T>>(Cout, Cin, n, static_cast<const T*>(DY.data() + own), ndp, int64_t(1),
+                                  static_cast<const T*>(Ht.data()), ldp, dpw, ldp,
+                                  static_cast<const T*>(nullptr), !first);
         }
         if (need.dww || need.x) {
           ensure_size(DH, std::max<int64_t>(Cinp, 1) * ndp);
