@@ -34,6 +34,8 @@ def make_activation(batch: int, channels: int, length: int, dtype: torch.dtype, 
     contiguous: plain (B, C, L). channels_last: a (B, L, C) buffer viewed as (B, C, L).
     strided: every other element of a wider buffer along L, with an odd storage offset, so the
     data pointer is unaligned and no dimension has unit stride along L.
+    channel_slice: channels 2..2+C of a wider tensor (a channel offset; rows of L apart).
+    batch_stride: every other batch of a taller tensor.
     """
     def randn(*shape):
         return torch.randn(*shape, generator=generator, dtype=torch.float64).to(device=device, dtype=dtype)
@@ -45,6 +47,10 @@ def make_activation(batch: int, channels: int, length: int, dtype: torch.dtype, 
     if layout == "strided":
         wide = randn(batch, channels, 2 * length + 1)
         return wide[:, :, 1::2]
+    if layout == "channel_slice":
+        return randn(batch, channels + 3, length)[:, 2:2 + channels]
+    if layout == "batch_stride":
+        return randn(2 * batch + 1, channels, length)[1::2]
     raise ValueError(layout)
 
 

@@ -11,8 +11,10 @@ import random
 import pytest
 import torch
 from reference import (
+    LAYOUTS,
     TF32_TOLERANCE,
     assert_close_to_reference,
+    make_activation,
     poison_allocator,
     reference_grad_magnitudes,
     reference_grads,
@@ -27,24 +29,8 @@ from sepconv1d._shapes import resolve_padding
 GROUPS = 16  # test ids per device
 PER_GROUP = 12  # configurations per id
 
-LAYOUTS = ("contiguous", "channels_last", "strided", "channel_slice", "batch_stride")
-
-
-def _activation(b, c, length, dtype, device, layout):
-    """(B, C, L) in one of LAYOUTS: channel_slice takes channels 2..2+C of a wider tensor (row
-    stride L, a channel offset), batch_stride every other batch of a taller one."""
-    def randn(*shape):
-        return torch.randn(*shape, dtype=torch.float64).to(device, dtype)
-
-    if layout == "channels_last":
-        return randn(b, length, c).transpose(1, 2)
-    if layout == "strided":
-        return randn(b, c, 2 * length + 1)[:, :, 1::2]
-    if layout == "channel_slice":
-        return randn(b, c + 3, length)[:, 2:2 + c]
-    if layout == "batch_stride":
-        return randn(2 * b + 1, c, length)[1::2]
-    return randn(b, c, length)
+# make_activation's layouts, with the two that only this sweep draws.
+SWEEP_LAYOUTS = (*LAYOUTS, "channel_slice", "batch_stride")
 
 
 def _draw(rng: random.Random, device: str) -> dict:
@@ -76,7 +62,7 @@ def _draw(rng: random.Random, device: str) -> dict:
         "cout": rng.choice([1, 5, 16, 31, 64, 96, 129]),
         "k": k, "stride": stride, "dilation": dilation, "length": length, "padding": padding, "pads": pads,
         "xdtype": xdtype, "wdtype": wdtype,
-        "layout": rng.choice(LAYOUTS), "grad_layout": rng.choice(LAYOUTS),
+        "layout": rng.choice(SWEEP_LAYOUTS), "grad_layout": rng.choice(SWEEP_LAYOUTS),
         "dw_bias": rng.random() < 0.6, "pw_bias": rng.random() < 0.6,
         "needs": [rng.random() < 0.7 for _ in range(5)],
         "tf32": device == "cuda" and xdtype == torch.float32 and rng.random() < 0.5,
@@ -92,7 +78,7 @@ def _run(cfg: dict, device: str) -> None:
     def param(*shape, scale=1.0):
         return (torch.randn(*shape, dtype=torch.float64) * scale).to(device, wdtype)
 
-    x = _activation(b, cin, cfg["length"], xdtype, device, cfg["layout"])
+    x = make_activation(b, cin, cfg["length"], xdtype, device, cfg["layout"])
     dw = param(cin, k, scale=k ** -0.5)
     dwb = param(cin) if cfg["dw_bias"] else None
     pw = param(cout, cin, scale=cin ** -0.5) if cfg["separable"] else None
@@ -121,7 +107,7 @@ def _run(cfg: dict, device: str) -> None:
     leaves = [t for t in inputs if t is not None and t.requires_grad]
     if not leaves or out.numel() == 0:
         return
-    grad_out = _activation(b, cout, out.shape[2], xdtype, device, cfg["grad_layout"])
+    grad_out = make_activation(b, cout, out.shape[2], xdtype, device, cfg["grad_layout"])
     poison_allocator(device, x.numel() * x.element_size())
     grads = iter(torch.autograd.grad(out, leaves, grad_out))
     refs = reference_grads(ref_fn, inputs, grad_out)

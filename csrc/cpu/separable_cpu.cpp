@@ -189,9 +189,8 @@ void product_f32(const Tensor& pw, const std::vector<float>& bias, const float* 
   const int64_t mr = round_up(ceil_div(Cout, row_blocks), kMR);
   const int64_t tasks = col_blocks * ceil_div(Cout, mr);
   torch::stable::parallel_for(0, tasks, 1, [&](int64_t t0, int64_t t1) {
-    thread_local std::vector<float> ct, row;
+    thread_local std::vector<float> ct, row;  // row: store_tile's channel-last scratch
     ensure_size(ct, mr * ldc);
-    if (cl) ensure_size(row, mr);
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t blk = task % col_blocks, m0 = (task / col_blocks) * mr;
       const int64_t c0 = blk * kProductCols, nc = std::min(kProductCols, ncol - c0);
@@ -211,15 +210,8 @@ void product_f32(const Tensor& pw, const std::vector<float>& bias, const float* 
       for (int64_t q = 0; q < nc;) {
         const int64_t col = c0 + q, bi = col / ck.n, j = ck.j0 + col % ck.n;
         const int64_t run = std::min(nc - q, ck.n - col % ck.n);
-        float* yb = yp + (ck.b0 + bi) * sy.b + j * sy.l + m0 * sy.c;
-        if (!cl) {
-          for (int64_t o = 0; o < m; ++o) store_row(ct.data() + o * ldc + q, yb + o * sy.c, sy.l, run);
-        } else {
-          for (int64_t r = 0; r < run; ++r) {
-            load_row(ct.data() + q + r, ldc, row.data(), m);
-            store_row(static_cast<const float*>(row.data()), yb + r * sy.l, sy.c, m);
-          }
-        }
+        store_tile(static_cast<const float*>(ct.data() + q), ldc, m, run,
+                   yp + (ck.b0 + bi) * sy.b + j * sy.l + m0 * sy.c, sy.c, sy.l, cl, row);
         q += run;
       }
     }
