@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import subprocess
 import sys
@@ -147,6 +148,29 @@ def test_budget_keeps_compile_despite_the_first_cases_set_up():
     budget.case_overhead += [8.0, 8.0]
     budget.plan(timings_left=120, cases_left=44, compiles_left=8, label="fourth case")
     assert not budget.allow_compile
+
+
+def test_training_step_gpu_time_columns_and_geomean():
+    """device_ms["fwdbwd"] (a separable step's kernels alone) becomes two columns of the separable
+    tables and a geometric mean over eager, computed by the benchmark's summary; without it, the
+    tables keep their columns."""
+    bench = _bench_module()
+    result = load(FIXTURE)
+    assert "GPU ms" not in make_table.markdown(result)
+    seps = [r for r in result["cases"] if r["kind"] == "separable"]
+    for i, r in enumerate(seps):
+        ours, eager = ((0.25, 0.5), (0.1, 0.8))[i % 2]
+        r["device_ms"] = {"fwdbwd": {"ours": ours, "eager": eager}}
+    summary = bench.summarize(result["cases"])
+    g = summary["separable"]["fwdbwd_gpu_vs_eager"]
+    ratios = [r["device_ms"]["fwdbwd"]["eager"] / r["device_ms"]["fwdbwd"]["ours"] for r in seps]
+    assert g["n"] == len(seps) and abs(g["geomean"] - math.prod(ratios) ** (1 / len(ratios))) < 1e-9
+    assert "fwdbwd_gpu_vs_eager" not in summary.get("depthwise", {})
+    result["summary"] = summary
+    text = make_table.markdown(result)
+    assert "| fwd+bwd GPU ms | × eager (GPU) |" in text
+    assert "| 0.250 | 2.00× |" in text and "| 0.100 | 8.00× |" in text
+    assert "fwd+bwd in GPU time" in text
 
 
 def test_bench_harness_with_stand_in(tmp_path):

@@ -556,6 +556,32 @@ def kernel_ms(fn: Callable[[], Any], calls: int = 20) -> float:
     return total_us / calls / 1000.0
 
 
+def queued_gpu_ms(fn: Callable[[], Any], calls: int = 10) -> float:
+    """GPU time of one call in ms without its host time: `calls` calls queued behind a GPU sleep,
+    timed by events from the sleep's end to the last call's end, so the GPU never waits for the
+    host (the median of three runs). The sleep doubles until the host has queued every call
+    before it ends. Events rather than the profiler: nothing of CUPTI is set up between the
+    sweep's timings."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    sleep_cycles, times = int(2e7), []  # ~10 ms at 2 GHz
+    while len(times) < 3:
+        torch.cuda._sleep(sleep_cycles)
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        queued_in_time = not start.query()  # the GPU was still asleep when the host finished
+        torch.cuda.synchronize()
+        if not queued_in_time and sleep_cycles < int(2e9):
+            sleep_cycles *= 2
+            continue
+        times.append(start.elapsed_time(end) / calls)
+    return sorted(times)[1]
+
+
 def n_sets(set_bytes: int) -> int:
     return ROTATE_SETS if set_bytes < ROTATE_BELOW_BYTES else 1
 
@@ -1116,6 +1142,19 @@ class Runner:
         if self.has("separable"):
             self._try_time(rec, "fwdbwd", "ours", lambda: self._fwdbwd(f_ours, sets, params))
         self._try_time(rec, "fwdbwd", "eager", lambda: self._fwdbwd(f_eager, sets, params))
+        # The training step's GPU time alone (queued behind a GPU sleep): a step whose host time
+        # exceeds its GPU work is timed above at the host's speed, which differs up to 10x between
+        # lent machines; this says whose kernels are faster.
+        if self.device.type == "cuda":
+            dev = rec["device_ms"] = {"fwdbwd": {}, "method": "queued behind a GPU sleep, CUDA events"}
+            for name, fn, ok in (("ours", f_ours, self.has("separable")), ("eager", f_eager, True)):
+                if not ok:
+                    continue
+                try:
+                    dev["fwdbwd"][name] = queued_gpu_ms(self._fwdbwd(fn, sets, params))
+                except Exception as err:
+                    dev.setdefault("errors", {})[f"fwdbwd {name}"] = f"{type(err).__name__}: {_first_line(err)}"
+                    self._after_error(err)
         if self.want_compile(case, fwdbwd=True):
             def warm(cf):
                 x, dy = sets[0]
@@ -1243,6 +1282,16 @@ def summarize(records: list[dict]) -> dict:
         "separable_models": lambda r: r["kind"] == "separable" and r["group"] == "model",
         "separable": lambda r: r["kind"] == "separable",
     }
+    def gm_gpu(filt, pname):
+        # Speedups in GPU time alone (device_ms, the kernels' durations), over eager.
+        vals = []
+        for r in records:
+            t = (r.get("device_ms") or {}).get(pname) or {}
+            if filt(r) and t.get("ours") and t.get("eager"):
+                vals.append(t["eager"] / t["ours"])
+        g = _geomean(vals)
+        return {"geomean": g, "n": len(vals)} if g else None
+
     for gname, filt in groups.items():
         entry = {}
         for pname in ("fwd", "bwd", "fwdbwd"):
@@ -1250,6 +1299,10 @@ def summarize(records: list[dict]) -> dict:
                 v = gm(filt, pname, peer)
                 if v:
                     entry[f"{pname}_vs_{peer}"] = v
+        if gname != "depthwise":
+            v = gm_gpu(filt, "fwdbwd")
+            if v:
+                entry["fwdbwd_gpu_vs_eager"] = v
         if entry:
             out[gname] = entry
     out["failed_checks"] = [r["id"] for r in records if r.get("ok") is False]
