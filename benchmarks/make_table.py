@@ -179,7 +179,7 @@ def markdown(result: dict, source: str | None = None, sections: tuple[str, ...] 
     if host.get("start") is not None:
         span = f"{host['start']:.1f}" + (f" / {host['end']:.1f}" if host.get("end") is not None else "")
         out.append("")
-        out.append(f"Host speed in the same run: one small CUDA op (torch.add) took {span} us of host time "
+        out.append(f"Host speed in the same run: one small CUDA op (torch.add) took {span} µs of host time "
                    "(start / end). Forward+backward steps of the smaller cases are host-bound, so their "
                    "times follow the host's speed, which differs by up to 10x between machines.")
     ceil = ceilings_line(result)

@@ -44,7 +44,7 @@ def test_markdown_states_the_host_speed_only_where_the_run_measured_it():
     assert "Host speed" not in make_table.markdown(result, FIXTURE)
     result["env"]["host_add_us"] = {"start": 11.96, "end": 113.04}
     text = make_table.markdown(result, FIXTURE)
-    assert "took 12.0 / 113.0 us of host time" in text
+    assert "took 12.0 / 113.0 µs of host time" in text
 
 
 def test_load_rejects_other_json(tmp_path):
