@@ -317,6 +317,52 @@ def test_tf32_forward_kernels_match_reference(device, monkeypatch, kernel_choice
     _check_forward_cases(cases, torch.float32, device, TF32_TOLERANCE)
 
 
+def _float32_rows(batch, cin, length, start, width, device):
+    """x[:, :, start:start + length] of a fresh (batch, cin, width) float32 buffer: the rows'
+    alignment is the buffer's (width % 4) and the slice's start's."""
+    wide = make_activation(batch, cin, width, torch.float32, device)
+    return wide[:, :, start:start + length]
+
+
+@pytest.mark.parametrize("kernel_choice", ["1", "cm", "0"])
+@pytest.mark.parametrize("tf32", [True, False], ids=["tf32", "strict"])
+def test_float32_rows_in_pairs_match_reference(device, monkeypatch, tf32, kernel_choice):
+    """float32 channel-first rows that are 8- but not 16-byte aligned (L % 4 == 2, e.g. Citrinet's
+    250; or a slice starting 2 elements into a 16-byte-aligned buffer) are staged in 8-byte pairs
+    from the even position at or below each window start, one element offset (0 or 1) for every
+    row: every left padding 0-3 at K 4 and 11 and a Citrinet-like K 11 with padding 5; an odd L
+    whose channel stride is even (a slice of a wider buffer: the last pair of each row half
+    outside it); a slice from an odd element (4-byte aligned: element by element); on the
+    warp-specialised kernel's pass-major and chunk-major forms and the mma.sync one, with TF32 and
+    strict float32, forward against float64, and the backward (its h recompute stages x the same
+    way) on the odd-length rows."""
+    if device != "cuda":
+        pytest.skip("CUDA staging of float32 rows")
+    torch.backends.cudnn.allow_tf32 = tf32  # restored by the autouse fixture in conftest.py
+    tolerance = TF32_TOLERANCE if tf32 else tolerance_for(torch.float32)
+    for name, value in KERNEL_CHOICES[kernel_choice].items():
+        monkeypatch.setenv(name, value)
+    cin, cout = 72, 260
+    views = {
+        "L250": _float32_rows(52, cin, 250, 0, 250, device),
+        "L250 from element 2": _float32_rows(52, cin, 250, 2, 254, device),
+        "L251 of rows of 254": _float32_rows(52, cin, 251, 0, 254, device),
+        "L250 from element 1": _float32_rows(52, cin, 250, 1, 252, device),
+    }
+    for label, x in views.items():
+        for kernel_size, pad_lefts in ((4, range(4)), (11, (3, 5))):
+            for pad_left in pad_lefts:
+                pads = (pad_left, kernel_size - 1 - pad_left)
+                _check_biased_case(x, cout, kernel_size, pads, tolerance, f"{label} K={kernel_size} pads={pads}")
+    x = views["L251 of rows of 254"][:4].detach().requires_grad_(True)
+    dw, dwb, pw, pwb = (t.requires_grad_(True) for t in _weights(cin, cout, 11, torch.float32, device, True, True))
+    out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding=(5, 5))
+    grad_out = torch.randn(out.shape, dtype=torch.float64).to(device, torch.float32)
+    inputs = [x, dw, dwb, pw, pwb]
+    grads = torch.autograd.grad(out, inputs, grad_out)
+    _check_grads(inputs, grads, grad_out, 1, (5, 5), 1, lambda t: tolerance, "L251 of rows of 254")
+
+
 def _check_biased_case(x, cout, kernel_size, pads, tolerance, label):
     """One stride-1 forward with fresh weights and both biases, poisoned output, against float64."""
     dw, dwb, pw, pwb = _weights(x.shape[1], cout, kernel_size, x.dtype, x.device, True, True)

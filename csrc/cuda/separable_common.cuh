@@ -34,7 +34,11 @@ enum DwMode : int { kModeVec = 0, kModeWin = 1, kModeGen = 2 };
 // tensor-core depthwise only (compute_mma<true>): 16-byte cp.async from the 16-byte unit at or
 // below each row's window start, so row c's window starts at its own element shift (0-7;
 // DwStage::offset).
-enum DwLoad : int { kLoadElems = 0, kLoadVec16 = 1, kLoadWords = 2, kLoadRows16 = 3 };
+// kLoadPairs: float32 channel-first rows that are 8- but not 16-byte aligned (L % 4 == 2, stride
+// and dilation 1): 8-byte cp.async from the even position at or below the window start, the same
+// element offset (0 or 1) for every row, so the vector depthwise (kModeVec) reads them as it
+// reads 16-byte-staged rows (element by element they took 4x the copies: Citrinet TF32).
+enum DwLoad : int { kLoadElems = 0, kLoadVec16 = 1, kLoadWords = 2, kLoadRows16 = 3, kLoadPairs = 4 };
 
 template <typename T>
 struct AccOf {
@@ -362,7 +366,8 @@ struct DwParams {
   int64_t xsb, xsc, xsl, L;
   int cin, K, kp, stride, dil, pad_left;
   int mode;      // DwMode
-  int vec_load;  // x staging: kLoadVec16 (rows 16-byte aligned), kLoadWords, or 0 (elements)
+  int vec_load;  // x staging (DwLoad): kLoadVec16 (rows 16-byte aligned), kLoadWords, kLoadRows16,
+                 // kLoadPairs, or kLoadElems
   int ng;        // item groups per channel (items = CH * ng)
   int npos;      // channel-last: positions staged per chunk
   int xpitch;    // channel-first: elements per channel row; channel-last: per position row
@@ -389,6 +394,10 @@ struct DwStage {
   __device__ static int offset(const DwParams& d, int64_t b, int c0, int64_t p0) {
     if (kXcl) return 0;
     if (d.vec_load == kLoadVec16) return static_cast<int>(p0 & (kV - 1));  // kV: a power of 2
+    // kLoadPairs: x 8-byte aligned with even strides, so p0's parity is that of its address.
+    if constexpr (sizeof(Tx) == 4) {
+      if (d.vec_load == kLoadPairs) return static_cast<int>(p0 & 1);
+    }
     if (d.vec_load == kLoadWords) {
       const Tx* a = static_cast<const Tx*>(d.x) + b * d.xsb + static_cast<int64_t>(c0) * d.xsc + p0;
       return static_cast<int>((reinterpret_cast<uintptr_t>(a) >> 1) & 1u) |
@@ -499,6 +508,39 @@ struct DwStage {
                 bytes = static_cast<int>(min64(kV, d.L - pos)) * static_cast<int>(sizeof(Tx));
               }
               cp_async16(dst + v * kV, src, bytes);
+            }
+          }
+        }
+      } else if (sizeof(Tx) == 4 && d.vec_load == kLoadPairs) {
+        // float32 rows 8-byte aligned: element pairs from the even position p0a = p0 - off. Pairs
+        // start at even positions, so none straddles a row's start; one straddles its end only
+        // where L is odd (a strided view with an even channel stride): zero-filled past it.
+        if constexpr (sizeof(Tx) == 4) {
+          const int64_t p0a = p0 - off;
+          const int npr = d.xpitch / 2;
+          if (cvalid >= CH && p0a >= 0 && p0a + 2 * static_cast<int64_t>(npr) <= d.L) {
+            for (int c = r0; c < CH; c += kRowStep) {  // interior: no bounds per pair
+              const Tx* src = xb + static_cast<int64_t>(c0 + c) * d.xsc + p0a + 2 * v0;
+              Tx* dst = xs + c * d.xpitch + 2 * v0;
+              for (int v = v0; v < npr; v += kTpr, src += 2 * kTpr, dst += 2 * kTpr) {
+                cp_async8(dst, src);
+              }
+            }
+          } else {
+            for (int c = r0; c < CH; c += kRowStep) {
+              const Tx* row = xb + static_cast<int64_t>(c0 + c) * d.xsc + p0a;
+              Tx* dst = xs + c * d.xpitch;
+              const bool live = c < cvalid;
+              for (int v = v0; v < npr; v += kTpr) {
+                const int64_t pos = p0a + 2 * static_cast<int64_t>(v);
+                const Tx* src = dummy;
+                int bytes = 0;
+                if (live && pos >= 0 && pos < d.L) {
+                  src = row + 2 * v;
+                  bytes = static_cast<int>(min64(2, d.L - pos)) * static_cast<int>(sizeof(Tx));
+                }
+                cp_async8z(dst + 2 * v, src, bytes);
+              }
             }
           }
         }

@@ -263,6 +263,9 @@ inline void cp_async16(void* smem, const void* gmem, int src_bytes) {
 }
 inline void cp_async4(void* smem, const void* gmem) { cp_async_queue(smem, gmem, 4, 4); }
 inline void cp_async8(void* smem, const void* gmem) { cp_async_queue(smem, gmem, 8, 8); }
+inline void cp_async8z(void* smem, const void* gmem, int src_bytes) {
+  cp_async_queue(smem, gmem, src_bytes, 8);
+}
 inline void cp_async_commit() { ++sepemu::tl_commits; }
 // Performs the copies of every committed group but the n most recent ones.
 inline void cp_async_wait_groups(int n) {

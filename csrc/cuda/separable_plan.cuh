@@ -67,7 +67,11 @@ bool plan_dw(const ConvGeometry& g, const View3& x, DwParams& d, int64_t& xs_byt
     vec_load = (aligned_to(x.ptr, 16) && (g.batch == 1 || x.sb % kV == 0) && x.sc % kV == 0 &&
                 x.sl == 1)
                    ? kLoadVec16
-                   : (es == 2 && x.sl == 1) ? kLoadWords : kLoadElems;
+               : (es == 2 && x.sl == 1) ? kLoadWords
+               : (es == 4 && x.sl == 1 && s == 1 && dl == 1 && aligned_to(x.ptr, 8) &&
+                  (g.batch == 1 || x.sb % 2 == 0) && x.sc % 2 == 0)
+                   ? kLoadPairs
+                   : kLoadElems;
   } else {
     vec_load = (aligned_to(x.ptr, 16) && (g.batch == 1 || x.sb % kV == 0) && x.sl % kV == 0 &&
                 x.sc == 1)
@@ -79,8 +83,8 @@ bool plan_dw(const ConvGeometry& g, const View3& x, DwParams& d, int64_t& xs_byt
   int mode;
   int64_t je;  // outputs covered by the items (>= NPOS)
   if (s == 1) {
-    // The vector depthwise needs the same in-row offset for every row (16-byte-aligned rows, or
-    // element-wise staging at offset 0); word-staged rows differ by one element.
+    // The vector depthwise needs the same in-row offset for every row (16-byte-aligned rows,
+    // float32 pairs, or element-wise staging at offset 0); word-staged rows differ by one element.
     mode = (!kXcl && dl == 1 && vec_load != kLoadWords) ? kModeVec : kModeWin;
     je = ceil_div(NPOS, TT * dl) * TT * dl;
   } else {

@@ -697,6 +697,10 @@ int main(int argc, char** argv) {
       // partial unit on rows at offset 7; rows of 251).
       {0, {2, 64, 200, 259, 5, 1, 1, 2, 2, false, 0, true, true, 70, 2}},
       {2, {1, 72, 260, 250, 9, 1, 1, 4, 4, false, 0, true, true, 71, 1}},
+      // float32 rows 8- but not 16-byte aligned in 8-byte pairs (kLoadPairs): L 250 K 11 at an
+      // odd window offset (padding 5, Citrinet's shape), L 1002 at offset 0 with interior tiles.
+      {4, {2, 64, 260, 250, 11, 1, 1, 5, 5, false, 0, true, true, 72}},
+      {4, {1, 40, 130, 1002, 9, 1, 1, 4, 4, false, 0, true, true, 73}},
   };
   std::mt19937_64 rng(seed);
   auto pick = [&](std::initializer_list<int64_t> v) {
