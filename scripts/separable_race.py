@@ -43,6 +43,8 @@ def main() -> None:
     # (not 16-byte aligned: staged in 16-byte units, each row at its own shift, the cells before
     # a row's start cleared; "pairs": in 4-byte pairs, alternating parity) on both forms. y rows of
     # 1004, 1002 and 1001 take the epilogue's lane-pair, pair and shifted-pair stores of full tiles.
+    # float32 rows of 1001 are staged element by element, rows of 1002 (and the chunk-major Cin
+    # 1024 / 520 rows of 250 below) in 8-byte pairs.
     for dtype, batch, cin, k, length, cm, rows in (
             (torch.bfloat16, 32, 136, 7, 1000, "0", ""), (torch.float16, 32, 136, 7, 1000, "0", ""),
             (torch.float16, 32, 136, 17, 1000, "0", ""), (torch.bfloat16, 32, 136, 31, 1000, "0", ""),
@@ -51,7 +53,7 @@ def main() -> None:
             (torch.bfloat16, 32, 136, 31, 1001, "0", "pairs"), (torch.float16, 4, 520, 63, 1001, "1", "pairs"),
             (torch.bfloat16, 64, 136, 9, 210, "0", ""),
             (torch.bfloat16, 32, 136, 7, 1004, "0", ""), (torch.float16, 32, 136, 7, 1002, "0", ""),
-            (torch.float32, 32, 136, 7, 1001, "0", "")):
+            (torch.float32, 32, 136, 7, 1001, "0", ""), (torch.float32, 32, 136, 7, 1002, "0", "")):
         os.environ["SEPCONV1D_WS_CM"] = cm
         os.environ["SEPCONV1D_WS_ROWS16"] = "0" if rows == "pairs" else "1"
         x = torch.randn(batch, cin, length, device="cuda", dtype=dtype)
