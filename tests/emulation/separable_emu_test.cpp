@@ -714,7 +714,7 @@ int main(int argc, char** argv) {
     c.K = pick({1, 2, 3, 5, 8, 9, 11, 17});
     c.stride = pick({1, 1, 1, 2, 3});
     c.dil = pick({1, 1, 2, 5});
-    c.L = pick({16, 63, 128, 200, 301});
+    c.L = pick({16, 63, 128, 200, 250, 301});  // 250: float32 rows in 8-byte pairs
     const int64_t span = c.dil * (c.K - 1);
     c.pl = std::uniform_int_distribution<int64_t>(0, span + 2)(rng);
     c.pr = std::uniform_int_distribution<int64_t>(0, span + 2)(rng);
