@@ -66,6 +66,9 @@ CASES = {
     # Mamba-2.8B's conv1d: short rows (2048), bf16 x with fp32 weights
     "dw_fwd_mamba": _dw(torch.bfloat16, 4, b=8, c=5120, length=2048, padding="causal", wdtype=torch.float32),
     "dw_bwd_mamba": _dw(torch.bfloat16, 4, b=8, c=5120, length=2048, padding="causal", wdtype=torch.float32, bwd=True),
+    # Speech models' short rows on the rows kernels (depthwise_rows.cuh): FastConformer, Conformer.
+    "dw_fwd_fastconf_bf16": _dw(torch.bfloat16, 9, b=128, c=512, length=210, padding="causal"),
+    "dw_fwd_conformer_bf16": _dw(torch.bfloat16, 31, b=32, c=512, length=500),
     "sep_fwd_bf16": _sep(torch.bfloat16),
     "sep_fwd_conformer_bf16": _sep(torch.bfloat16, cin=512, cout=512, length=500, k=31),
     "sep_fwd_fastconf_bf16": _sep(torch.bfloat16, b=128, cin=512, cout=512, length=210),
