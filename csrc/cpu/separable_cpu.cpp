@@ -9,9 +9,12 @@
 //             dPW += DY * H^T (H recomputed incl. dw_bias),
 //             DH = pw^T * DY, then the depthwise backward of DH: d dw_weight (tap dot products with
 //             the x window) and dx (gathered transposed convolution of DH rows).
+//             The two products: AMX for bfloat16 where the CPU has it (amx_bf16.h: bf16 operands,
+//             float32 sums, as the CUDA kernels' MMA), else our float32 / float64 GEMM.
 //   d pw_bias = sum DY and d dw_bias = pw^T (sum DY) are formed from per-chunk sums of DY.
 // Weight gradients go through per-chunk partial sums over a partition fixed by the shapes, added
 // in chunk order: bitwise reproducible whatever the thread count. allow_tf32 is ignored on CPU.
+#include "cpu/amx_bf16.h"
 #include "cpu/cpu_kernels.h"
 
 #include <torch/csrc/stable/library.h>
@@ -94,9 +97,9 @@ void store_tile(const T* tile, int64_t ld, int64_t rows, int64_t n, S* dst, int6
 //     follow torch.set_float32_matmul_precision (bf16 products under 'medium'), where nn.Conv1d
 //     stays exact.
 // H is a chunk buffer of a few MB: the Cin x L_out intermediate never exists as a whole. The
-// backward keeps the packed register-blocked GEMM: its weight gradients are bitwise reproducible
-// whatever the thread count, which a library GEMM does not promise. Measurements: csrc/NOTES.md,
-// "Forty-fourth session".
+// backward keeps its own GEMMs (register-blocked float32 / float64, AMX for bfloat16): its weight
+// gradients are bitwise reproducible whatever the thread count, which a library GEMM does not
+// promise. Measurements: csrc/NOTES.md, "Forty-fourth session" and "Forty-fifth session".
 // ------------------------------------------------------------------------------------------------
 // H of one chunk: torch's mm (half types, float64) pays a call and a repack of pw per chunk, so
 // its chunks are large; float32's own GEMM runs best with H near L2 size (CI runner, B1 model
@@ -107,13 +110,16 @@ constexpr int64_t kChunkBytesF32 = int64_t(256) << 10;
 constexpr int64_t kRowSpan = 2048;  // positions per depthwise task of channel-first x
 
 // Buffers reused by the calling thread across calls (slot 0: a chunk's H; slot 1: pw's operand
-// copy): fresh multi-megabyte allocations go back to the system on free and page-fault again on
-// every call (~14% of a Citrinet-sized forward on the CI runner). Up to kKeepBytes per slot stay
-// allocated between calls (release_large_scratch).
+// copy; slot 2: the backward's d pw_weight partials): fresh multi-megabyte allocations go back to
+// the system on free and page-fault again on every call (~14% of a Citrinet-sized forward on the
+// CI runner, ~20% of a Vocos-sized float32 backward). Up to kKeepBytes per slot stay allocated
+// between calls (release_large_scratch).
 constexpr int64_t kKeepBytes = int64_t(64) << 20;
 
+constexpr int kScratchSlots = 3;
+
 inline std::vector<unsigned char>& scratch_slot(int slot) {
-  thread_local std::vector<unsigned char> bufs[2];
+  thread_local std::vector<unsigned char> bufs[kScratchSlots];
   return bufs[slot];
 }
 
@@ -128,7 +134,7 @@ inline unsigned char* reusable_scratch(int slot, int64_t bytes) {
 }
 
 inline void release_large_scratch() {
-  for (int slot = 0; slot < 2; ++slot) {
+  for (int slot = 0; slot < kScratchSlots; ++slot) {
     std::vector<unsigned char>& buf = scratch_slot(slot);
     if (static_cast<int64_t>(buf.size()) > kKeepBytes) {
       buf.clear();
@@ -370,27 +376,23 @@ struct SepPartials {
   int64_t tiles_per_chunk = 1;
   int64_t count = 0;
   int64_t ldp = 0;            // row stride of the d pw_weight partials (columns = Cin)
-  // d pw_weight partials, count x Coutp x ldp; not zero-filled: the first tile of a chunk
-  // overwrites its block (the reduction reads only rows < Cout, columns < Cin).
-  std::unique_ptr<float[]> pw_f;
-  std::unique_ptr<double[]> pw_d;
+  // d pw_weight partials, count x Coutp x ldp (float, or double for float64; scratch slot 2); not
+  // zero-filled: the first tile of a chunk overwrites its block (the reduction reads only rows <
+  // Cout, columns < Cin).
+  void* pw = nullptr;
   std::vector<double> dww;    // count x Cin x K
   std::vector<double> dysum;  // count x Cout
 };
 
 template <typename T>
 T* pw_partials(SepPartials& p) {
-  if constexpr (std::is_same_v<T, double>) {
-    return p.pw_d.get();
-  } else {
-    return p.pw_f.get();
-  }
+  return static_cast<T*>(p.pw);
 }
 
 template <typename S, typename T, int KT>
 void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc,
-                    const std::vector<T>& dwb, const std::vector<T>& pwTp, const ConvGeometry& g,
-                    Tensor* dx, SepNeeds need, SepPartials& parts) {
+                    const std::vector<T>& dwb, const std::vector<T>& pwTp, const uint16_t* pwT_amx,
+                    const ConvGeometry& g, Tensor* dx, SepNeeds need, SepPartials& parts) {
   const S* xp = static_cast<const S*>(x.const_data_ptr());
   const S* gp = static_cast<const S*>(dy.const_data_ptr());
   S* dxp = dx ? static_cast<S*>(dx->mutable_data_ptr()) : nullptr;
@@ -411,9 +413,10 @@ void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc
   torch::stable::parallel_for(0, parts.count, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> xb, rowt, DY, DH, dxt;
     std::vector<T> H, Ht;
+    amx::PackedBuffer hpack, dypack, astrip;  // bf16 operands of the AMX products
     if (need.pw) {
       H.assign(static_cast<size_t>(std::max<int64_t>(Cin, 1) * TLp), T(0));
-      Ht.assign(static_cast<size_t>(TL * ldp), T(0));
+      if (pwT_amx == nullptr) Ht.assign(static_cast<size_t>(TL * ldp), T(0));
     }
     std::vector<int64_t> offs(static_cast<size_t>(K));
     RowGradScratch<T> scratch;
@@ -460,25 +463,50 @@ void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc
             isa_call<CorrOp<T, KT>>(x_in(c), static_cast<const int64_t*>(offs.data()),
                                     dwc.data() + c * K, K, dwb[c], H.data() + c * TLp, n);
           }
-          // Ht[j][c] = H[c][j]
-          constexpr int64_t kB = 16;
-          for (int64_t c0 = 0; c0 < Cin; c0 += kB) {
-            const int64_t c1 = std::min(Cin, c0 + kB);
-            for (int64_t j = 0; j < n; ++j) {
-              T* hr = Ht.data() + j * ldp;
-              for (int64_t c = c0; c < c1; ++c) hr[c] = H[c * TLp + j];
-            }
-          }
-          // dPW (+)= DY's tile (rows read in place) * Ht
           const bool first = tix == ch * parts.tiles_per_chunk;
-          isa_call<GemmRowsOp<T>>(Cout, Cin, n, static_cast<const T*>(DY.data() + own), ndp, int64_t(1),
-                                  static_cast<const T*>(Ht.data()), ldp, dpw, ldp,
-                                  static_cast<const T*>(nullptr), !first);
+          if constexpr (std::is_same_v<S, BFloat16>) {
+#if SEPCONV1D_AMX
+            if (pwT_amx != nullptr) {
+              // dPW (+)= DY's tile * H^T on AMX: H rounded to bf16 (as the forward rounds it) and
+              // packed; DY's rows (bf16 values) packed strip by strip.
+              uint16_t* hb = hpack.get(amx::packed_b_elems(Cin, n));
+              amx::pack_b_transposed(H.data(), TLp, Cin, n, hb);
+              amx::gemm_rows_a(DY.data() + own, ndp, hb, dpw, ldp, Cout, Cin, n, !first,
+                               astrip.get(32 * round_up(n, 32)));
+            }
+#endif
+          }
+          if (pwT_amx == nullptr) {
+            // Ht[j][c] = H[c][j]
+            constexpr int64_t kB = 16;
+            for (int64_t c0 = 0; c0 < Cin; c0 += kB) {
+              const int64_t c1 = std::min(Cin, c0 + kB);
+              for (int64_t j = 0; j < n; ++j) {
+                T* hr = Ht.data() + j * ldp;
+                for (int64_t c = c0; c < c1; ++c) hr[c] = H[c * TLp + j];
+              }
+            }
+            // dPW (+)= DY's tile (rows read in place) * Ht
+            isa_call<GemmRowsOp<T>>(Cout, Cin, n, static_cast<const T*>(DY.data() + own), ndp,
+                                    int64_t(1), static_cast<const T*>(Ht.data()), ldp, dpw, ldp,
+                                    static_cast<const T*>(nullptr), !first);
+          }
         }
         if (need.dww || need.x) {
           ensure_size(DH, std::max<int64_t>(Cinp, 1) * ndp);
-          isa_call<GemmOp<T>>(Cin, nd, Cout, pwTp.data(), static_cast<const T*>(DY.data()), ndp,
-                              DH.data(), ndp, static_cast<const T*>(nullptr), false);
+          if constexpr (std::is_same_v<S, BFloat16>) {
+#if SEPCONV1D_AMX
+            if (pwT_amx != nullptr) {  // DH = pw^T (packed once per call) * DY on AMX
+              uint16_t* db = dypack.get(amx::packed_b_elems(nd, Cout));
+              amx::pack_b_rows(DY.data(), ndp, Cout, nd, db);
+              amx::gemm_packed(pwT_amx, db, DH.data(), ndp, Cin, nd, Cout, false);
+            }
+#endif
+          }
+          if (pwT_amx == nullptr) {
+            isa_call<GemmOp<T>>(Cin, nd, Cout, pwTp.data(), static_cast<const T*>(DY.data()), ndp,
+                                DH.data(), ndp, static_cast<const T*>(nullptr), false);
+          }
           const int64_t nt = sp.T1 - sp.T0;
           const bool do_x = need.x && nt > 0;
           const int64_t ntp = round_up(std::max<int64_t>(nt, 1), 16);
@@ -638,22 +666,30 @@ separable_conv1d_backward_cpu(const Tensor& grad_out, const Tensor& x_in, const 
     if (parts.count > 0) {
       const std::vector<T> dwc = to_acc_vector<WT, T>(dw, Cin * K);
       const std::vector<T> dwbv = dwb ? to_acc_vector<WT, T>(*dwb, Cin) : std::vector<T>(Cin, T(0));
+      // bfloat16 activations take AMX for both products where the CPU has it (amx_bf16.h): pw^T
+      // rounded to bf16 as the products' operand (as the CUDA kernels round it). Other types, and
+      // CPUs without AMX, the float32 / float64 GEMM.
+      const bool use_amx = std::is_same_v<S, BFloat16> && amx::amx_bf16_enabled() && Cout > 0;
       std::vector<T> pwTp;
-      if (need.x || need.dww) {
+      amx::PackedBuffer pwT_amx;
+      if ((need.x || need.dww) && !use_amx) {
         pwTp.resize(static_cast<size_t>(round_up(Cin, kMR) * Cout));
         pack_a(Cin, Cout, pwc.data(), int64_t(1), Cin, pwTp.data());
       }
+      // Non-null selects the AMX products; filled only where DH is needed.
+      uint16_t* pwT_a = use_amx ? pwT_amx.get(amx::packed_a_elems(Cin, Cout)) : nullptr;
+      if constexpr (std::is_same_v<T, float>) {
+#if SEPCONV1D_AMX
+        if (use_amx && (need.x || need.dww)) amx::pack_a_transposed(pwc.data(), Cin, Cin, Cout, pwT_a);
+#endif
+      }
       if (need.pw) {
-        const size_t n = nchunks * round_up(Cout, kMR) * parts.ldp;
-        if constexpr (std::is_same_v<T, double>) {
-          parts.pw_d.reset(new double[n]);
-        } else {
-          parts.pw_f.reset(new float[n]);
-        }
+        const int64_t n = static_cast<int64_t>(nchunks) * round_up(Cout, kMR) * parts.ldp;
+        parts.pw = reusable_scratch(2, n * static_cast<int64_t>(sizeof(T)));
       }
       Tensor* gxp = need.x ? &*gx : nullptr;
       dispatch_kernel_size(K, [&](auto kt) {
-        backward_tiles<S, T, decltype(kt)::value>(dy, x, dwc, dwbv, pwTp, g, gxp, need, parts);
+        backward_tiles<S, T, decltype(kt)::value>(dy, x, dwc, dwbv, pwTp, pwT_a, g, gxp, need, parts);
       });
     }
     // Fixed-order reductions of the per-chunk partial sums.
@@ -663,12 +699,18 @@ separable_conv1d_backward_cpu(const Tensor& grad_out, const Tensor& x_in, const 
       const int64_t rows_stride = round_up(Cout, kMR) * parts.ldp;
       const T* part = need.pw ? pw_partials<T>(parts) : nullptr;
       const int64_t ldp = parts.ldp;
-      torch::stable::parallel_for(0, Cout * Cin, 4096, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-          const int64_t o = i / Cin, c = i % Cin;
-          double acc = 0.0;
-          for (int64_t ch = 0; ch < nch; ++ch) acc += static_cast<double>(part[ch * rows_stride + o * ldp + c]);
-          out[i] = from_double<WT>(acc);
+      // Per row, chunk by chunk over whole rows (vectorised over c; the same sums in chunk order
+      // per element as an element-by-element loop, which was a fifth of Citrinet's backward).
+      torch::stable::parallel_for(0, Cout, std::max<int64_t>(1, 4096 / std::max<int64_t>(Cin, 1)),
+                                  [&](int64_t o0, int64_t o1) {
+        std::vector<double> acc(static_cast<size_t>(Cin));
+        for (int64_t o = o0; o < o1; ++o) {
+          std::fill(acc.begin(), acc.end(), 0.0);
+          for (int64_t ch = 0; ch < nch; ++ch) {
+            const T* row = part + ch * rows_stride + o * ldp;
+            for (int64_t c = 0; c < Cin; ++c) acc[c] += static_cast<double>(row[c]);
+          }
+          for (int64_t c = 0; c < Cin; ++c) out[o * Cin + c] = from_double<WT>(acc[c]);
         }
       });
     }
@@ -696,16 +738,24 @@ separable_conv1d_backward_cpu(const Tensor& grad_out, const Tensor& x_in, const 
       }
       if (need_grad_dw_bias) {
         // d dw_bias[c] = sum_{b,j} dh[c, j] = sum_o pw[o, c] * sum_{b,j} dy[o, j]
-        const std::vector<double> pwd = to_acc_vector<WT, double>(pw, Cout * Cin);
+        // Per block of channels, o outside: pw's rows read in order, the same sums in the same
+        // order per c as a c-outer loop (which read pw by columns: 7 ms at 1024 x 1024 on the CI
+        // runner).
+        const WT* pwp = static_cast<const WT*>(pw.const_data_ptr());
         WT* out = static_cast<WT*>(gdwb->mutable_data_ptr());
-        for (int64_t c = 0; c < Cin; ++c) {
-          double acc = 0.0;
-          for (int64_t o = 0; o < Cout; ++o) acc += pwd[o * Cin + c] * dysum[o];
-          out[c] = from_double<WT>(acc);
-        }
+        torch::stable::parallel_for(0, Cin, 256, [&](int64_t c0, int64_t c1) {
+          std::vector<double> acc(static_cast<size_t>(c1 - c0), 0.0);
+          for (int64_t o = 0; o < Cout; ++o) {
+            const WT* row = pwp + o * Cin;
+            const double v = dysum[o];
+            for (int64_t c = c0; c < c1; ++c) acc[c - c0] += to_acc<double>(row[c]) * v;
+          }
+          for (int64_t c = c0; c < c1; ++c) out[c] = from_double<WT>(acc[c - c0]);
+        });
       }
     }
   });
+  release_large_scratch();
   return {gx, gdw, gdwb, gpw, gpwb};
 }
 
