@@ -379,51 +379,56 @@ inline int64_t n_group(int64_t N, int64_t KB) {
 
 }  // namespace detail
 
-// C[M x N] (+)= A * B: A packed (pack_a_*), B packed (pack_b_*), C float32 with row stride ldc.
-// accumulate = false overwrites C. Writes only C's M x N elements.
-SC_TARGET_AMX inline void gemm_packed(const uint16_t* Ap, const uint16_t* Bp, float* C, int64_t ldc,
-                                      int64_t M, int64_t N, int64_t K, bool accumulate) {
-  if (M <= 0 || N <= 0 || K <= 0) return;  // callers never pass K = 0
-  const int64_t KB = round_up(K, 32) / 32, NG = detail::n_group(N, KB);
+namespace detail {
+
+// The loops over N groups and 32-row strips of C; a_strip(m0, rows) gives the strip's packed A
+// (its second 16-row panel KB tiles after the first).
+template <typename AStrip>
+SC_TARGET_AMX SC_INLINE void gemm_strips(AStrip a_strip, const uint16_t* Bp, float* C, int64_t ldc,
+                                         int64_t M, int64_t N, int64_t KB, bool accumulate) {
+  const int64_t NG = n_group(N, KB);
   TileScope tiles;
   for (int64_t g0 = 0; g0 < N; g0 += NG) {
     const int64_t ng = std::min(NG, N - g0);
     const uint16_t* Bg = Bp + (g0 / 16) * KB * 512;
     for (int64_t m0 = 0; m0 < M; m0 += 32) {
       const int64_t rows = std::min<int64_t>(32, M - m0);
-      const uint16_t* ap0 = Ap + (m0 / 16) * KB * 512;
+      const uint16_t* ap0 = a_strip(m0, rows);
       float* c = C + m0 * ldc + g0;
       if (rows > 16) {
-        detail::strip<2>(ap0, ap0 + KB * 512, Bg, KB, c, ldc, rows, ng, accumulate);
+        strip<2>(ap0, ap0 + KB * 512, Bg, KB, c, ldc, rows, ng, accumulate);
       } else {
-        detail::strip<1>(ap0, ap0, Bg, KB, c, ldc, rows, ng, accumulate);
+        strip<1>(ap0, ap0, Bg, KB, c, ldc, rows, ng, accumulate);
       }
     }
   }
 }
 
+}  // namespace detail
+
+// C[M x N] (+)= A * B: A packed (pack_a_*), B packed (pack_b_*), C float32 with row stride ldc.
+// accumulate = false overwrites C. Writes only C's M x N elements. Callers never pass K = 0.
+SC_TARGET_AMX inline void gemm_packed(const uint16_t* Ap, const uint16_t* Bp, float* C, int64_t ldc,
+                                      int64_t M, int64_t N, int64_t K, bool accumulate) {
+  if (M <= 0 || N <= 0 || K <= 0) return;
+  const int64_t KB = round_up(K, 32) / 32;
+  detail::gemm_strips([&](int64_t m0, int64_t) { return Ap + (m0 / 16) * KB * 512; }, Bp, C, ldc,
+                      M, N, KB, accumulate);
+}
+
 // C[M x N] (+)= A * B with A's rows read from float rows along k (A[m][k] = src[m * lda + k]; each
-// 32-row strip is packed into `strip_buf`, 32 * round_up(K, 32) elements) and B packed.
+// 32-row strip is packed into `strip_buf`, 32 * round_up(K, 32) elements, once per N group) and
+// B packed.
 SC_TARGET_AMX inline void gemm_rows_a(const float* A, int64_t lda, const uint16_t* Bp, float* C,
                                       int64_t ldc, int64_t M, int64_t N, int64_t K, bool accumulate,
                                       uint16_t* strip_buf) {
   if (M <= 0 || N <= 0 || K <= 0) return;
-  const int64_t KB = round_up(K, 32) / 32, NG = detail::n_group(N, KB);
-  TileScope tiles;
-  for (int64_t g0 = 0; g0 < N; g0 += NG) {
-    const int64_t ng = std::min(NG, N - g0);
-    const uint16_t* Bg = Bp + (g0 / 16) * KB * 512;
-    for (int64_t m0 = 0; m0 < M; m0 += 32) {
-      const int64_t rows = std::min<int64_t>(32, M - m0);
-      pack_a_rows(A + m0 * lda, lda, rows, K, strip_buf);
-      float* c = C + m0 * ldc + g0;
-      if (rows > 16) {
-        detail::strip<2>(strip_buf, strip_buf + KB * 512, Bg, KB, c, ldc, rows, ng, accumulate);
-      } else {
-        detail::strip<1>(strip_buf, strip_buf, Bg, KB, c, ldc, rows, ng, accumulate);
-      }
-    }
-  }
+  const int64_t KB = round_up(K, 32) / 32;
+  auto pack_strip = [&](int64_t m0, int64_t rows) -> const uint16_t* {
+    pack_a_rows(A + m0 * lda, lda, rows, K, strip_buf);
+    return strip_buf;
+  };
+  detail::gemm_strips(pack_strip, Bp, C, ldc, M, N, KB, accumulate);
 }
 
 #pragma GCC diagnostic pop
