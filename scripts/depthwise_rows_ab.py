@@ -7,7 +7,8 @@ long `torch.cuda._sleep`, so host overhead does not enter. Before timing, each d
 checked against a float64 reference with both settings (a quick guard; the test suite's
 test_short_rows_kernel is the real check).
 
-    python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps]   # default: both
+    python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps] [db]   # default: the first two
+    # db: the rows forward double-buffered (SEPCONV1D_DW_ROWS_DB=1) against the landed one
     # JSON to $OUT/depthwise_rows_ab.json (default /tmp)
 """
 
@@ -120,11 +121,36 @@ def time_separable(name, b, cin, cout, length, k, pl, pr, dtype) -> dict:
     return row
 
 
+def time_double_buffered(name, b, c, length, k, pl, pr, dtype) -> dict:
+    """The rows forward with SEPCONV1D_DW_ROWS_DB=1 against without (rows forced on), each checked
+    against float64 first."""
+    xs = [torch.randn(b, c, length, device="cuda", dtype=dtype) for _ in range(3)]
+    w = torch.randn(c, k, device="cuda", dtype=dtype) / k**0.5
+    bias = torch.randn(c, device="cuda", dtype=dtype)
+    ref = F.conv1d(F.pad(xs[0].double(), (pl, pr)), w.double().unsqueeze(1), bias.double(), groups=c)
+    os.environ["SEPCONV1D_DW_ROWS"] = "1"
+    row = {"case": name, "dtype": str(dtype).split(".")[-1], "B": b, "C": c, "L": length, "K": k}
+    try:
+        for label, value in (("db", "1"), ("single", "0")):
+            fwd = lambda i: ops.depthwise_conv1d(xs[i], w, bias, 1, pl, pr, 1)  # noqa: E731
+            row[f"err_{label}"] = rel_err(with_env("SEPCONV1D_DW_ROWS_DB", value, fwd, timed=False), ref)
+            row[f"fwd_{label}"] = with_env("SEPCONV1D_DW_ROWS_DB", value, fwd)
+    finally:
+        os.environ.pop("SEPCONV1D_DW_ROWS", None)
+    row["gain"] = row["fwd_single"] / row["fwd_db"]
+    print(f"{name:17s} {row['dtype']:9s} fwd single {row['fwd_single']:7.1f} double-buffered {row['fwd_db']:7.1f}"
+          f" ({row['gain']:.2f}x)  err {row['err_single']:.1e} / {row['err_db']:.1e}", flush=True)
+    return row
+
+
 def main() -> None:
     torch.backends.cudnn.allow_tf32 = True
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
-               "depthwise": [], "separable": []}
+               "depthwise": [], "separable": [], "double_buffered": []}
     parts = set(sys.argv[1:]) or {"depthwise", "steps"}
+    for dtype in (torch.bfloat16, torch.float32) if "db" in parts else ():
+        for case in DEPTHWISE:
+            results["double_buffered"].append(time_double_buffered(*case, dtype))
     for dtype in (torch.bfloat16, torch.float32) if "depthwise" in parts else ():
         for case in DEPTHWISE:
             results["depthwise"].append(time_depthwise(*case, dtype))

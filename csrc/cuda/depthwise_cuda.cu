@@ -94,6 +94,8 @@ dwk::Tuning tuning() {
   if (env != nullptr && *env != '\0') t.rows = std::atoi(env) != 0 ? 1 : 0;
   const char* span = std::getenv("SEPCONV1D_DW_ROWS_SPAN");  // outputs per warp pass (A/B)
   if (span != nullptr && std::atoi(span) > 0) t.rows_span = std::atoi(span);
+  const char* db = std::getenv("SEPCONV1D_DW_ROWS_DB");  // the double-buffered forward (A/B)
+  t.rows_db = db != nullptr && std::atoi(db) != 0;
   return t;
 }
 

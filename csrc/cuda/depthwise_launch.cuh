@@ -79,6 +79,7 @@ struct Tuning {
   int rows = -1;                  // short-row CF kernels: -1 where they measured faster (rows_
                                   // preferred), 0 never, 1 wherever they apply (rows_plan)
   int64_t rows_span = 0;          // rows kernels: outputs per warp pass; 0: rows_plan's rule
+  bool rows_db = false;           // the rows forward double-buffered (an experiment, A/B)
 };
 
 enum class Path { CF, CL, Direct };
@@ -367,12 +368,14 @@ bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, co
       if constexpr (KP > 0) {  // dispatch_padded_taps never calls KP = 0 (dispatch_int's miss)
         a.nx = 8 * (a.nv + rows_window_vecs<KP>() - 1);
         a.pitch = a.nx + 8 * a.nv;
-        const int64_t smem = int64_t(kWarps) * a.rpw * a.pitch * int64_t(sizeof(T));
+        a.raw_pitch = tune.rows_db ? a.nx + int(16 / sizeof(T)) : 0;
+        const int64_t smem = int64_t(kWarps) * a.rpw * (a.pitch + a.raw_pitch) * int64_t(sizeof(T));
         if (smem > smem_limit(dev, tune)) return;
-        auto kern = &dw_fwd_cf_rows_kernel<T, W, KP>;
+        auto kern = tune.rows_db ? &dw_fwd_cf_rows_kernel<T, W, KP, true>
+                                 : &dw_fwd_cf_rows_kernel<T, W, KP, false>;
         prepare_kernel(kern, smem, dev.device);
         DW_LAUNCH(kern, grid, size_t(smem), stream, a);
-        DW_CHECK_LAUNCH("dw_fwd_cf_rows_kernel");
+        DW_CHECK_LAUNCH(tune.rows_db ? "dw_fwd_cf_rows_kernel/db" : "dw_fwd_cf_rows_kernel");
         launched = true;
       }
     });

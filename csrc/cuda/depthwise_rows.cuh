@@ -64,6 +64,7 @@ struct RowsFwdArgs {
   int nv;         // output vectors (8 outputs) per row
   int nx;         // staged x elements per row
   int pitch;      // shared elements per row: nx + 8 * nv
+  int raw_pitch;  // double-buffered kernel: raw chunk elements per row (nx + 16 bytes), else 0
   int64_t per;    // batch rows per block
   int64_t split;  // blocks per channel
 };
@@ -209,6 +210,61 @@ DW_DEV void rows_stage(T* dst, int dst_pitch, int n, int nrows, const T* src, in
   }
 }
 
+// The double-buffered forward's staging (SEPCONV1D_DW_ROWS_DB, an experiment): rows_stage in two
+// halves, so that the next pass's loads are in flight while this pass computes and stores.
+// rows_fetch issues the copies of the 16-byte-aligned chunks under the staged rows into raw (row rr
+// at raw + rr * raw_pitch, chunk k holding row positions [E k - me - off, + E), me the row's
+// misalignment as in rows_stage): cp.async where the chunk lies inside the view's byte extent,
+// element by element (synchronous) where it crosses the extent's ends, nothing where it lies
+// outside the row (rows_unstage masks those positions). n / E + 1 chunks per row.
+template <typename T>
+DW_DEV void rows_fetch(T* raw, int raw_pitch, int n, int nrows, const T* src, int64_t src_pitch,
+                       int off, int len, const char* lo, const char* hi, int lane) {
+  constexpr int E = int(16 / sizeof(T));
+  const int nk = n / E + 1;
+  for (int rr = 0; rr < nrows; ++rr) {
+    const T* row = src + rr * src_pitch;
+    const int me = int((reinterpret_cast<uintptr_t>(row) / sizeof(T) - uintptr_t(off)) & (E - 1));
+    for (int k = lane; k < nk; k += 32) {
+      const int p0 = E * k - me - off;
+      if (p0 + E <= 0 || p0 >= len) continue;
+      T* dst = raw + rr * raw_pitch + E * k;
+      const char* a = reinterpret_cast<const char*>(row + p0);
+      if (a >= lo && a + 16 <= hi) {
+        dw_cp_async<16>(dst, row + p0, 16);
+      } else {
+        uint32_t r[4];
+        rows_chunk<T>(row, p0, len, lo, hi, r);
+        *reinterpret_cast<uint4*>(dst) = make_uint4(r[0], r[1], r[2], r[3]);
+      }
+    }
+  }
+}
+
+// rows_stage's result from rows_fetch's chunks (landed, and visible to the warp): staged chunk j of
+// row rr is bytes [me, me + 16) of raw chunks j and j + 1, masked outside the row.
+template <typename T>
+DW_DEV void rows_unstage(T* dst, int dst_pitch, int n, int nrows, const T* raw, int raw_pitch,
+                         const T* src, int64_t src_pitch, int off, int len, int lane) {
+  constexpr int E = int(16 / sizeof(T));
+  const int nc = n / E;
+  for (int rr = 0; rr < nrows; ++rr) {
+    const T* row = src + rr * src_pitch;
+    const int me = int((reinterpret_cast<uintptr_t>(row) / sizeof(T) - uintptr_t(off)) & (E - 1));
+    const T* rw = raw + rr * raw_pitch;
+    for (int j = lane; j < nc; j += 32) {
+      const uint4 av = *reinterpret_cast<const uint4*>(rw + E * j);
+      const uint4 bv = *reinterpret_cast<const uint4*>(rw + E * j + E);
+      const uint32_t ra[4] = {av.x, av.y, av.z, av.w}, rb[4] = {bv.x, bv.y, bv.z, bv.w};
+      uint32_t o[4];
+      rows_realign(ra, rb, me * int(sizeof(T)), o);
+      const int p0 = E * j - off;
+      if (p0 < 0 || p0 + E > len) rows_mask<T>(o, p0, len);
+      *reinterpret_cast<uint4*>(dst + rr * dst_pitch + E * j) = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+  }
+}
+
 // Rows [0, nrows): dst[q] = src[q] for q < len (dst rows dst_pitch apart at any alignment; src rows
 // src_pitch apart, 16-byte aligned). Lane g writes the g-th 16-byte-aligned chunk of the dst row:
 // one 16-byte store where it lies inside the row, element by element at the row's ends.
@@ -298,13 +354,16 @@ DW_DEV RowsSpan rows_span(int64_t B, int64_t per, int64_t s) {
   return RowsSpan{b0, b0 + per < B ? b0 + per : B};
 }
 
-template <typename T, typename W, int KP>
+// DB: double-buffered staging (rows_fetch / rows_unstage; a.raw_pitch elements per row of each
+// warp's raw chunks after its rpw rows of pitch).
+template <typename T, typename W, int KP, bool DB = false>
 __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_kernel(const RowsFwdArgs<T, W> a) {
   constexpr int NW = rows_window_vecs<KP>();
   static_assert(sizeof(T) <= 4, "float, half or bfloat16 activations");
   const int warp = int(threadIdx.x) / 32;
   const int lane = int(threadIdx.x) % 32;
-  T* const sm = smem_base<T>() + int64_t(warp) * a.rpw * a.pitch;
+  T* const sm = smem_base<T>() + int64_t(warp) * a.rpw * (a.pitch + (DB ? a.raw_pitch : 0));
+  T* const raw = sm + a.rpw * a.pitch;  // DB only
   for (int64_t blk = blockIdx.x; blk < a.C * a.split; blk += gridDim.x) {
     const int64_t c = blk / a.split;
     const RowsSpan span = rows_span(a.B, a.per, blk - c * a.split);
@@ -313,11 +372,34 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_kernel(const RowsFwdA
     for (int k = 0; k < KP; ++k) wr[k] = k < a.K ? float(in_cvt(a.w[c * a.K + k])) : 0.f;
     const float b = a.bias != nullptr ? float(in_cvt(a.bias[c])) : 0.f;
     const int64_t step = int64_t(kWarps) * a.rpw;
+    auto rows_of = [&](int64_t pb) { return int(pb + a.rpw <= span.b1 ? a.rpw : span.b1 - pb); };
+    if constexpr (DB) {
+      const int64_t pb0 = span.b0 + int64_t(warp) * a.rpw;
+      if (pb0 < span.b1) {
+        rows_fetch<T>(raw, a.raw_pitch, a.nx, rows_of(pb0), a.x + pb0 * a.xsb + c * a.xsc, a.xsb,
+                      a.pl, a.L, a.x_lo, a.x_hi, lane);
+      }
+      dw_cp_commit();
+    }
     for (int64_t pb = span.b0 + int64_t(warp) * a.rpw; pb < span.b1; pb += step) {
-      const int nrows = int(pb + a.rpw <= span.b1 ? a.rpw : span.b1 - pb);
-      rows_stage<T>(sm, a.pitch, a.nx, nrows, a.x + pb * a.xsb + c * a.xsc, a.xsb, a.pl, a.L, a.x_lo,
-                    a.x_hi, lane);
-      __syncwarp();
+      const int nrows = rows_of(pb);
+      if constexpr (DB) {
+        dw_cp_wait<0>();
+        __syncwarp();  // every lane's chunks landed
+        rows_unstage<T>(sm, a.pitch, a.nx, nrows, raw, a.raw_pitch, a.x + pb * a.xsb + c * a.xsc,
+                        a.xsb, a.pl, a.L, lane);
+        __syncwarp();  // raw read by every lane before the next pass's copies overwrite it
+        const int64_t pn = pb + step;
+        if (pn < span.b1) {
+          rows_fetch<T>(raw, a.raw_pitch, a.nx, rows_of(pn), a.x + pn * a.xsb + c * a.xsc, a.xsb,
+                        a.pl, a.L, a.x_lo, a.x_hi, lane);
+        }
+        dw_cp_commit();
+      } else {
+        rows_stage<T>(sm, a.pitch, a.nx, nrows, a.x + pb * a.xsb + c * a.xsc, a.xsb, a.pl, a.L,
+                      a.x_lo, a.x_hi, lane);
+        __syncwarp();
+      }
       // Lane items (row rr, vector v), flattened over the pass's rows.
       int rr = lane / a.nv, v = lane - rr * a.nv;
       while (rr < nrows) {

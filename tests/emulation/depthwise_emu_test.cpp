@@ -1035,6 +1035,8 @@ int main_impl(int argc, char** argv) {
         cs.expect_fwd = "dw_fwd_cf_rows_kernel";
         cs.expect_bwd = "dw_bwd_cf_rows_kernel";
         run(cs, rows_types[(idx + pi) % 5]);
+        cs.tune.rows_db = true;  // the double-buffered forward (SEPCONV1D_DW_ROWS_DB)
+        run(cs, rows_types[(idx + pi + 1) % 5]);
         ++idx;
       }
     }
