@@ -227,16 +227,18 @@ def test_dilated_kernels_as_phase_rows(monkeypatch, dtypes, phases):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_ROWS is read by the CUDA kernels")
-@pytest.mark.parametrize("rows", ["1", "0"])
+@pytest.mark.parametrize("rows,db", [("1", "1"), ("1", "0"), ("0", "")], ids=["rows-db", "rows-single", "no-rows"])
 @pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[2], DTYPES[3], DTYPES[4]], ids=dtype_pair_id)
-def test_short_rows_kernel(monkeypatch, dtypes, rows):
+def test_short_rows_kernel(monkeypatch, dtypes, rows, db):
     """The short-row kernels (one warp per row; SEPCONV1D_DW_ROWS=1 wherever they apply, =0
-    never): forward and all three gradients against float64 for every padded tap count (K up to
+    never; their forward double-buffered, SEPCONV1D_DW_ROWS_DB=1, or not, =0, wherever each
+    fits): forward and all three gradients against float64 for every padded tap count (K up to
     32, across 4, 8, 12, 16, 24 and 32), pad_left 0 / middle / K - 1 with right pads that end the
     rows early or late, rows shorter than the kernel's window and than a warp's lanes, odd and
     16-byte-unaligned lengths, rows up to the 2048 limit (and one past it), views one element in,
     batch-strided views, a channel-last input (other kernels), dx alone and dw alone."""
     monkeypatch.setenv("SEPCONV1D_DW_ROWS", rows)
+    monkeypatch.setenv("SEPCONV1D_DW_ROWS_DB", db)
     xdtype, wdtype = dtypes
     cases = [  # (K, L, pad_left, pad_right, layout)
         (9, 210, 8, 0, "contiguous"), (11, 250, 5, 5, "contiguous"), (31, 500, 15, 15, "sliced"),
@@ -262,7 +264,7 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows):
         if bias is not None:
             bias.requires_grad_(True)
         _check_forward_and_grads(x, weight, bias, left, right, 1,
-                                 f"K={k} L={length} pad=({left}, {right}) {layout} rows={rows}")
+                                 f"K={k} L={length} pad=({left}, {right}) {layout} rows={rows} db={db}")
 
 
 def _half_rows(batch, channels, length, dtype, device, view):

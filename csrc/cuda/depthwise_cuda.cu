@@ -86,16 +86,17 @@ bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
 }
 
 // The kernels' tuning: the defaults, with the short-row kernels' routing overridden by
-// SEPCONV1D_DW_ROWS (read per call: comparisons, tests): "0" never, "1" wherever they apply; and
-// their outputs per warp pass by SEPCONV1D_DW_ROWS_SPAN (A/B of rows_plan's rule).
+// SEPCONV1D_DW_ROWS (read per call: comparisons, tests): "0" never, "1" wherever they apply; their
+// outputs per warp pass by SEPCONV1D_DW_ROWS_SPAN (A/B of rows_plan's rule); and their forward's
+// double buffering by SEPCONV1D_DW_ROWS_DB: "0" never, "1" wherever it fits in shared memory.
 dwk::Tuning tuning() {
   dwk::Tuning t;
   const char* env = std::getenv("SEPCONV1D_DW_ROWS");
   if (env != nullptr && *env != '\0') t.rows = std::atoi(env) != 0 ? 1 : 0;
   const char* span = std::getenv("SEPCONV1D_DW_ROWS_SPAN");  // outputs per warp pass (A/B)
   if (span != nullptr && std::atoi(span) > 0) t.rows_span = std::atoi(span);
-  const char* db = std::getenv("SEPCONV1D_DW_ROWS_DB");  // the double-buffered forward (A/B)
-  t.rows_db = db != nullptr && std::atoi(db) != 0;
+  const char* db = std::getenv("SEPCONV1D_DW_ROWS_DB");
+  if (db != nullptr && *db != '\0') t.rows_db = std::atoi(db) != 0 ? 1 : 0;
   return t;
 }
 

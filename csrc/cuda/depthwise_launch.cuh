@@ -79,7 +79,8 @@ struct Tuning {
   int rows = -1;                  // short-row CF kernels: -1 where they measured faster (rows_
                                   // preferred), 0 never, 1 wherever they apply (rows_plan)
   int64_t rows_span = 0;          // rows kernels: outputs per warp pass; 0: rows_plan's rule
-  bool rows_db = false;           // the rows forward double-buffered (an experiment, A/B)
+  int rows_db = -1;               // rows forward double-buffered: -1 where it measured faster
+                                  // (rows_db_preferred), 0 never, 1 wherever it fits
 };
 
 enum class Path { CF, CL, Direct };
@@ -310,6 +311,19 @@ bool rows_preferred(const Problem& pr, bool aligned, bool backward) {
   return !aligned && !compiled && len <= (backward ? 512 : kRowsMaxLen);
 }
 
+// Where the double-buffered rows forward (the next pass's rows fetched by cp.async while this pass
+// computes) measured faster than the single-buffered one (H200, scripts/depthwise_rows_ab.py db,
+// csrc/NOTES.md, forty-fifth session): float32 everywhere (0.97-1.28x: Conformer L500 K31 1.23x,
+// L2047 K15 1.28x, FastConformer L210 0.97x), half types on rows of at most 128 or longer than 256
+// (L64 K3 1.05x, Conformer 1.13x, L835 K9 1.17x, L1024 K7 1.20x). Half-type rows of 129-256 take
+// 8 rows per warp pass, whose second buffer halves the blocks per SM: FastConformer L210 0.91x,
+// Citrinet L250 1.00x, L256 K5 0.99x. SEPCONV1D_DW_ROWS_DB (Tuning::rows_db) overrides.
+template <typename T>
+bool rows_db_preferred(const Problem& pr) {
+  const int64_t len = std::max(pr.L, pr.Lo);
+  return sizeof(T) == 4 || len <= 128 || len > 256;
+}
+
 template <typename T>
 bool rows_wanted(const Problem& pr, bool fast, bool aligned, bool backward, const Tuning& tune) {
   if (!rows_apply<T>(pr, fast) || tune.rows == 0) return false;
@@ -368,14 +382,18 @@ bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, co
       if constexpr (KP > 0) {  // dispatch_padded_taps never calls KP = 0 (dispatch_int's miss)
         a.nx = 8 * (a.nv + rows_window_vecs<KP>() - 1);
         a.pitch = a.nx + 8 * a.nv;
-        a.raw_pitch = tune.rows_db ? a.nx + int(16 / sizeof(T)) : 0;
-        const int64_t smem = int64_t(kWarps) * a.rpw * (a.pitch + a.raw_pitch) * int64_t(sizeof(T));
+        // Double-buffered where preferred and its raw buffer (the next pass's aligned chunks) fits.
+        const int raw_pitch = a.nx + int(16 / sizeof(T));
+        const int64_t row_bytes = int64_t(kWarps) * a.rpw * int64_t(sizeof(T));
+        const bool db = (tune.rows_db == 1 || (tune.rows_db < 0 && rows_db_preferred<T>(pr))) &&
+                        row_bytes * (a.pitch + raw_pitch) <= smem_limit(dev, tune);
+        a.raw_pitch = db ? raw_pitch : 0;
+        const int64_t smem = row_bytes * (a.pitch + a.raw_pitch);
         if (smem > smem_limit(dev, tune)) return;
-        auto kern = tune.rows_db ? &dw_fwd_cf_rows_kernel<T, W, KP, true>
-                                 : &dw_fwd_cf_rows_kernel<T, W, KP, false>;
+        auto kern = db ? &dw_fwd_cf_rows_kernel<T, W, KP, true> : &dw_fwd_cf_rows_kernel<T, W, KP, false>;
         prepare_kernel(kern, smem, dev.device);
         DW_LAUNCH(kern, grid, size_t(smem), stream, a);
-        DW_CHECK_LAUNCH(tune.rows_db ? "dw_fwd_cf_rows_kernel/db" : "dw_fwd_cf_rows_kernel");
+        DW_CHECK_LAUNCH(db ? "dw_fwd_cf_rows_kernel/db" : "dw_fwd_cf_rows_kernel");
         launched = true;
       }
     });

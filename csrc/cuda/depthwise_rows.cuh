@@ -210,7 +210,7 @@ DW_DEV void rows_stage(T* dst, int dst_pitch, int n, int nrows, const T* src, in
   }
 }
 
-// The double-buffered forward's staging (SEPCONV1D_DW_ROWS_DB, an experiment): rows_stage in two
+// The double-buffered forward's staging (rows_db_preferred; SEPCONV1D_DW_ROWS_DB): rows_stage in two
 // halves, so that the next pass's loads are in flight while this pass computes and stores.
 // rows_fetch issues the copies of the 16-byte-aligned chunks under the staged rows into raw (row rr
 // at raw + rr * raw_pitch, chunk k holding row positions [E k - me - off, + E), me the row's

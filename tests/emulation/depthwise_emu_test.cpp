@@ -1034,8 +1034,9 @@ int main_impl(int argc, char** argv) {
         if (idx % 6 == 4) cs.tune.max_grid = 2;
         cs.expect_fwd = "dw_fwd_cf_rows_kernel";
         cs.expect_bwd = "dw_bwd_cf_rows_kernel";
+        cs.tune.rows_db = 0;  // single-buffered forward (SEPCONV1D_DW_ROWS_DB=0)
         run(cs, rows_types[(idx + pi) % 5]);
-        cs.tune.rows_db = true;  // the double-buffered forward (SEPCONV1D_DW_ROWS_DB)
+        cs.tune.rows_db = 1;  // the double-buffered forward (SEPCONV1D_DW_ROWS_DB=1)
         run(cs, rows_types[(idx + pi + 1) % 5]);
         ++idx;
       }
