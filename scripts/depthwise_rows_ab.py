@@ -8,7 +8,7 @@ checked against a float64 reference with both settings (a quick guard; the test 
 test_short_rows_kernel is the real check).
 
     python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps] [db]   # default: the first two
-    # db: the rows forward double-buffered (SEPCONV1D_DW_ROWS_DB=1) against the landed one
+    # db: the rows forward double-buffered (SEPCONV1D_DW_ROWS_DB=1) against single-buffered (=0)
     # JSON to $OUT/depthwise_rows_ab.json (default /tmp)
 """
 
