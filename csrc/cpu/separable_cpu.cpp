@@ -22,7 +22,6 @@
 
 #include <array>
 #include <cstring>
-#include <memory>
 #include <optional>
 #include <tuple>
 
@@ -252,6 +251,19 @@ void forward_chunks(const Tensor& x, const std::vector<T>& dwc, const std::vecto
   STD_TORCH_CHECK(!cl || (sy.c == 1 && sy.l == Cout && sy.b == Lo * Cout),
                   "sepconv1d: internal: channel-last y is not dense");
 
+  // h[0, n) = depthwise of one channel's window `in` + dw_bias, in x's dtype (through `hrow` when
+  // that is not the accumulation type).
+  auto depthwise_row = [&](const T* in, const int64_t* offs, int64_t c, S* h, int64_t n,
+                           std::vector<T>& hrow) {
+    if constexpr (std::is_same_v<S, T>) {
+      isa_call<CorrOp<T, KT>>(in, offs, dwc.data() + c * K, K, dwb[c], h, n);
+    } else {
+      ensure_size(hrow, n);
+      isa_call<CorrOp<T, KT>>(in, offs, dwc.data() + c * K, K, dwb[c], hrow.data(), n);
+      store_row(static_cast<const T*>(hrow.data()), h, int64_t(1), n);
+    }
+  };
+
   auto run_chunk = [&](const FwdChunk& ck) {
     const int64_t ncol = ck.nb * ck.n;
     // H's row pitch: GemmRowsOp reads whole 64-column blocks; +16 so that rows a power of two
@@ -274,16 +286,7 @@ void forward_chunks(const Tensor& x, const std::vector<T>& dwc, const std::vecto
           const int64_t p0 = j0 * s - pl, W = (n - 1) * s + (K - 1) * d + 1;
           const T* in = row_window(xp + (ck.b0 + bi) * sx.b + c * sx.c, sx.l, L, p0, W, K, s, d, xbuf,
                                    offs.data());
-          S* h = H + c * ldh + bi * ck.n + (j0 - ck.j0);
-          if constexpr (std::is_same_v<S, T>) {
-            isa_call<CorrOp<T, KT>>(in, static_cast<const int64_t*>(offs.data()), dwc.data() + c * K, K,
-                                    dwb[c], h, n);
-          } else {
-            ensure_size(hrow, n);
-            isa_call<CorrOp<T, KT>>(in, static_cast<const int64_t*>(offs.data()), dwc.data() + c * K, K,
-                                    dwb[c], hrow.data(), n);
-            store_row(static_cast<const T*>(hrow.data()), h, int64_t(1), n);
-          }
+          depthwise_row(in, offs.data(), c, H + c * ldh + bi * ck.n + (j0 - ck.j0), n, hrow);
         }
       });
     } else {
@@ -300,18 +303,9 @@ void forward_chunks(const Tensor& x, const std::vector<T>& dwc, const std::vecto
           phase_offsets(K, s, d, PL, offs.data());
           ensure_size(xb, Cin * rowlen);
           load_window(xp + (ck.b0 + bi) * sx.b, sx.c, sx.l, true, Cin, L, p0, s, PL, xb.data(), rowlen, rowt);
-          ensure_size(hrow, n);
           for (int64_t c = 0; c < Cin; ++c) {
-            S* h = H + c * ldh + bi * ck.n + (j0 - ck.j0);
-            const T* in = xb.data() + c * rowlen;
-            if constexpr (std::is_same_v<S, T>) {
-              isa_call<CorrOp<T, KT>>(in, static_cast<const int64_t*>(offs.data()), dwc.data() + c * K, K,
-                                      dwb[c], h, n);
-            } else {
-              isa_call<CorrOp<T, KT>>(in, static_cast<const int64_t*>(offs.data()), dwc.data() + c * K, K,
-                                      dwb[c], hrow.data(), n);
-              store_row(static_cast<const T*>(hrow.data()), h, int64_t(1), n);
-            }
+            depthwise_row(xb.data() + c * rowlen, offs.data(), c, H + c * ldh + bi * ck.n + (j0 - ck.j0), n,
+                          hrow);
           }
         }
       });
@@ -323,8 +317,6 @@ void forward_chunks(const Tensor& x, const std::vector<T>& dwc, const std::vecto
     }
     if constexpr (std::is_same_v<S, float>) {
       for (int64_t r = 0; r < Ka; ++r) std::fill(H + r * ldh + ncol, H + (r + 1) * ldh, 0.0f);
-    }
-    if constexpr (std::is_same_v<S, float>) {
       product_f32(pw_a, pwb_after, H, ldh, ck, Cin, Cout, cl, sy, yp);
       return;
     }
