@@ -7,8 +7,10 @@ long `torch.cuda._sleep`, so host overhead does not enter. Before timing, each d
 checked against a float64 reference with both settings (a quick guard; the test suite's
 test_short_rows_kernel is the real check).
 
-    python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps] [db]   # default: the first two
+    python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps] [db] [words]   # default: the first two
     # db: the rows forward double-buffered (SEPCONV1D_DW_ROWS_DB=1) against single-buffered (=0)
+    # words: the rows forward by word copies where rows are word-aligned (SEPCONV1D_DW_ROWS_WORDS=1)
+    #   against the library's other rows forwards (=0)
     # JSON to $OUT/depthwise_rows_ab.json (default /tmp)
 """
 
@@ -121,36 +123,43 @@ def time_separable(name, b, cin, cout, length, k, pl, pr, dtype) -> dict:
     return row
 
 
-def time_double_buffered(name, b, c, length, k, pl, pr, dtype) -> dict:
-    """The rows forward with SEPCONV1D_DW_ROWS_DB=1 against without (rows forced on), each checked
-    against float64 first."""
+def time_forward_switch(name, b, c, length, k, pl, pr, dtype, switch, fixed) -> dict:
+    """The rows forward (rows forced on, the variables in `fixed` set) with the variable `switch`
+    at "1" against "0", each checked against float64 first."""
     xs = [torch.randn(b, c, length, device="cuda", dtype=dtype) for _ in range(3)]
     w = torch.randn(c, k, device="cuda", dtype=dtype) / k**0.5
     bias = torch.randn(c, device="cuda", dtype=dtype)
     ref = F.conv1d(F.pad(xs[0].double(), (pl, pr)), w.double().unsqueeze(1), bias.double(), groups=c)
-    os.environ["SEPCONV1D_DW_ROWS"] = "1"
-    row = {"case": name, "dtype": str(dtype).split(".")[-1], "B": b, "C": c, "L": length, "K": k}
+    fixed = {"SEPCONV1D_DW_ROWS": "1", **fixed}
+    os.environ.update(fixed)
+    row = {"case": name, "dtype": str(dtype).split(".")[-1], "B": b, "C": c, "L": length, "K": k,
+           "switch": switch, "fixed": fixed}
     try:
-        for label, value in (("db", "1"), ("single", "0")):
+        for label, value in (("on", "1"), ("off", "0")):
             fwd = lambda i: ops.depthwise_conv1d(xs[i], w, bias, 1, pl, pr, 1)  # noqa: E731
-            row[f"err_{label}"] = rel_err(with_env("SEPCONV1D_DW_ROWS_DB", value, fwd, timed=False), ref)
-            row[f"fwd_{label}"] = with_env("SEPCONV1D_DW_ROWS_DB", value, fwd)
+            row[f"err_{label}"] = rel_err(with_env(switch, value, fwd, timed=False), ref)
+            row[f"fwd_{label}"] = with_env(switch, value, fwd)
     finally:
-        os.environ.pop("SEPCONV1D_DW_ROWS", None)
-    row["gain"] = row["fwd_single"] / row["fwd_db"]
-    print(f"{name:17s} {row['dtype']:9s} fwd single {row['fwd_single']:7.1f} double-buffered {row['fwd_db']:7.1f}"
-          f" ({row['gain']:.2f}x)  err {row['err_single']:.1e} / {row['err_db']:.1e}", flush=True)
+        for key in fixed:
+            os.environ.pop(key, None)
+    row["gain"] = row["fwd_off"] / row["fwd_on"]
+    print(f"{name:17s} {row['dtype']:9s} fwd {switch}=0 {row['fwd_off']:7.1f} =1 {row['fwd_on']:7.1f}"
+          f" ({row['gain']:.2f}x)  err {row['err_off']:.1e} / {row['err_on']:.1e}", flush=True)
     return row
 
 
 def main() -> None:
     torch.backends.cudnn.allow_tf32 = True
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
-               "depthwise": [], "separable": [], "double_buffered": []}
+               "depthwise": [], "separable": [], "double_buffered": [], "words": []}
     parts = set(sys.argv[1:]) or {"depthwise", "steps"}
     for dtype in (torch.bfloat16, torch.float32) if "db" in parts else ():
         for case in DEPTHWISE:
-            results["double_buffered"].append(time_double_buffered(*case, dtype))
+            results["double_buffered"].append(time_forward_switch(
+                *case, dtype, "SEPCONV1D_DW_ROWS_DB", {"SEPCONV1D_DW_ROWS_WORDS": "0"}))
+    for dtype in (torch.bfloat16, torch.float32) if "words" in parts else ():
+        for case in DEPTHWISE:
+            results["words"].append(time_forward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_WORDS", {}))
     for dtype in (torch.bfloat16, torch.float32) if "depthwise" in parts else ():
         for case in DEPTHWISE:
             results["depthwise"].append(time_depthwise(*case, dtype))

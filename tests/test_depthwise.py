@@ -227,18 +227,22 @@ def test_dilated_kernels_as_phase_rows(monkeypatch, dtypes, phases):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_ROWS is read by the CUDA kernels")
-@pytest.mark.parametrize("rows,db", [("1", "1"), ("1", "0"), ("0", "")], ids=["rows-db", "rows-single", "no-rows"])
+@pytest.mark.parametrize("rows,db,words", [("1", "1", "0"), ("1", "0", "0"), ("1", "0", "1"), ("0", "", "")],
+                         ids=["rows-db", "rows-single", "rows-words", "no-rows"])
 @pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[2], DTYPES[3], DTYPES[4]], ids=dtype_pair_id)
-def test_short_rows_kernel(monkeypatch, dtypes, rows, db):
+def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words):
     """The short-row kernels (one warp per row; SEPCONV1D_DW_ROWS=1 wherever they apply, =0
     never; their forward double-buffered, SEPCONV1D_DW_ROWS_DB=1, or not, =0, wherever each
-    fits): forward and all three gradients against float64 for every padded tap count (K up to
-    32, across 4, 8, 12, 16, 24 and 32), pad_left 0 / middle / K - 1 with right pads that end the
+    fits; or on word-aligned rows by word copies, SEPCONV1D_DW_ROWS_WORDS=1: float32, and half
+    types at even lengths and offsets): forward and all three gradients against float64 for every
+    padded tap count (K up to 32, across 4, 8, 12, 16, 24 and 32), pad_left 0 / middle / K - 1
+    with right pads that end the
     rows early or late, rows shorter than the kernel's window and than a warp's lanes, odd and
     16-byte-unaligned lengths, rows up to the 2048 limit (and one past it), views one element in,
     batch-strided views, a channel-last input (other kernels), dx alone and dw alone."""
     monkeypatch.setenv("SEPCONV1D_DW_ROWS", rows)
     monkeypatch.setenv("SEPCONV1D_DW_ROWS_DB", db)
+    monkeypatch.setenv("SEPCONV1D_DW_ROWS_WORDS", words)
     xdtype, wdtype = dtypes
     cases = [  # (K, L, pad_left, pad_right, layout)
         (9, 210, 8, 0, "contiguous"), (11, 250, 5, 5, "contiguous"), (31, 500, 15, 15, "sliced"),
@@ -264,7 +268,35 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows, db):
         if bias is not None:
             bias.requires_grad_(True)
         _check_forward_and_grads(x, weight, bias, left, right, 1,
-                                 f"K={k} L={length} pad=({left}, {right}) {layout} rows={rows} db={db}")
+                                 f"K={k} L={length} pad=({left}, {right}) {layout} rows={rows} db={db} words={words}")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the kernels' names come from the CUDA profiler")
+@pytest.mark.parametrize("dtype,length,offset,k,left,words", [
+    (torch.bfloat16, 210, 0, 9, 8, True),    # FastConformer: word-aligned rows, even pad_left
+    (torch.float16, 250, 0, 11, 5, True),    # Citrinet: odd pad_left (windows one element in)
+    (torch.bfloat16, 250, 1, 11, 5, False),  # rows one element in: not word-aligned
+    (torch.bfloat16, 211, 0, 11, 5, False),  # odd length: rows alternate parity
+    (torch.float32, 211, 1, 11, 5, True),    # float32 rows are always whole words
+], ids=["bf16-L210", "fp16-L250-odd-pad", "bf16-offset", "bf16-odd-L", "fp32-odd-L"])
+def test_short_rows_words_forward_routing(monkeypatch, dtype, length, offset, k, left, words):
+    """With SEPCONV1D_DW_ROWS_WORDS=1 the short-row forward takes the word-copy kernel exactly where
+    every row of x and y is word-aligned, and the float64 reference's result either way (poisoned
+    output memory)."""
+    monkeypatch.setenv("SEPCONV1D_DW_ROWS", "1")
+    monkeypatch.setenv("SEPCONV1D_DW_ROWS_WORDS", "1")
+    channels, right = 6, k - 1 - left
+    x = make_activation(5, channels, length + offset, dtype, "cuda")[..., offset:]
+    weight, bias = _params(channels, k, dtype, "cuda", True)
+    ref = unfolded_depthwise(x, weight, bias, 1, left, right, 1)
+    poison_allocator("cuda", ref.numel() * x.element_size())
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        out = sepconv1d.depthwise_conv1d(x, weight, bias, padding=(left, right))
+        torch.cuda.synchronize()
+    assert_close_to_reference(out, ref, tolerance_for(dtype), f"L={length} offset={offset} {dtype}")
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    assert any("dw_fwd_cf_rows" in n for n in names), names
+    assert any("dw_fwd_cf_rows_words_kernel" in n for n in names) == words, names
 
 
 def _half_rows(batch, channels, length, dtype, device, view):

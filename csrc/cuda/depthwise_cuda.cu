@@ -87,8 +87,9 @@ bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
 
 // The kernels' tuning: the defaults, with the short-row kernels' routing overridden by
 // SEPCONV1D_DW_ROWS (read per call: comparisons, tests): "0" never, "1" wherever they apply; their
-// outputs per warp pass by SEPCONV1D_DW_ROWS_SPAN (A/B of rows_plan's rule); and their forward's
-// double buffering by SEPCONV1D_DW_ROWS_DB: "0" never, "1" wherever it fits in shared memory.
+// outputs per warp pass by SEPCONV1D_DW_ROWS_SPAN (A/B of rows_plan's rule); their forward's
+// double buffering by SEPCONV1D_DW_ROWS_DB: "0" never, "1" wherever it fits in shared memory; and
+// their forward's word copies on word-aligned rows by SEPCONV1D_DW_ROWS_WORDS ("0" / "1").
 dwk::Tuning tuning() {
   dwk::Tuning t;
   const char* env = std::getenv("SEPCONV1D_DW_ROWS");
@@ -97,6 +98,8 @@ dwk::Tuning tuning() {
   if (span != nullptr && std::atoi(span) > 0) t.rows_span = std::atoi(span);
   const char* db = std::getenv("SEPCONV1D_DW_ROWS_DB");
   if (db != nullptr && *db != '\0') t.rows_db = std::atoi(db) != 0 ? 1 : 0;
+  const char* words = std::getenv("SEPCONV1D_DW_ROWS_WORDS");
+  if (words != nullptr && *words != '\0') t.rows_words = std::atoi(words) != 0 ? 1 : 0;
   return t;
 }
 

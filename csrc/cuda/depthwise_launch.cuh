@@ -81,6 +81,8 @@ struct Tuning {
   int64_t rows_span = 0;          // rows kernels: outputs per warp pass; 0: rows_plan's rule
   int rows_db = -1;               // rows forward double-buffered: -1 where it measured faster
                                   // (rows_db_preferred), 0 never, 1 wherever it fits
+  int rows_words = -1;            // rows forward on word-aligned rows by 4-byte copies: -1 or 1
+                                  // wherever it applies (rows_words_apply) and fits, 0 never
 };
 
 enum class Path { CF, CL, Direct };
@@ -324,6 +326,44 @@ bool rows_db_preferred(const Problem& pr) {
   return sizeof(T) == 4 || len <= 128 || len > 256;
 }
 
+// The words forward's grid: each warp takes a run of upw consecutive units (RowsUnit), so that the
+// next unit's copies overlap this one's work. Blocks are a whole number b of blocks per SM (b up to
+// the resident ones, per_sm), so that every SM gets the same work; of the b whose runs cover the
+// units with the least excess (b * upw against units / (SMs * warps)), within 2% of the best, the
+// largest (more warps to hide latency).
+struct RowsWarpRuns {
+  int64_t grid, upw;
+};
+inline RowsWarpRuns rows_warp_runs(int64_t units, int64_t per_sm, const DevInfo& dev, const Tuning& tune) {
+  const int64_t sms = std::max<int64_t>(dev.sms, 1);
+  const int64_t most = std::max<int64_t>(1, std::min(per_sm, ceil_div(tune.max_grid, sms)));
+  auto runs = [&](int64_t b) {  // b blocks per SM (the grid capped by max_grid: tests)
+    const int64_t blocks = std::min(sms * b, tune.max_grid);
+    const int64_t upw = ceil_div(units, blocks * kWarps);
+    return RowsWarpRuns{ceil_div(ceil_div(units, upw), int64_t(kWarps)), upw};
+  };
+  auto efficiency = [&](int64_t b) {
+    return double(units) / double(std::min(sms * b, tune.max_grid) * kWarps * runs(b).upw);
+  };
+  double best = 0.0;
+  for (int64_t b = 1; b <= most; ++b) best = std::max(best, efficiency(b));
+  int64_t pick = 1;
+  for (int64_t b = 1; b <= most; ++b) {
+    if (efficiency(b) >= 0.98 * best) pick = b;
+  }
+  return runs(pick);
+}
+
+// Whether the words forward (dw_fwd_cf_rows_words_kernel) applies: every row of x and y starts on
+// a 4-byte boundary and, for half types, rows hold whole words (even lengths).
+template <typename T>
+bool rows_words_apply(const Problem& pr, const T* x, const Desc3& xd, const T* y, const Desc3& yd) {
+  if (sizeof(T) == 4) return true;
+  auto even = [](int64_t v) { return v % 2 == 0; };
+  return ptr_aligned(x, 4) && ptr_aligned(y, 4) && even(xd.sb) && even(xd.sc) && even(yd.sb) &&
+         even(yd.sc) && even(pr.L) && even(pr.Lo);
+}
+
 template <typename T>
 bool rows_wanted(const Problem& pr, bool fast, bool aligned, bool backward, const Tuning& tune) {
   if (!rows_apply<T>(pr, fast) || tune.rows == 0) return false;
@@ -382,9 +422,33 @@ bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, co
       if constexpr (KP > 0) {  // dispatch_padded_taps never calls KP = 0 (dispatch_int's miss)
         a.nx = 8 * (a.nv + rows_window_vecs<KP>() - 1);
         a.pitch = a.nx + 8 * a.nv;
+        const int64_t row_bytes = int64_t(kWarps) * a.rpw * int64_t(sizeof(T));
+        // Word-aligned rows: x's words copied straight to their staged place (the window offset
+        // OFF = shift - pl is 0 or 1 element, which the staged rows' 8-element vectors cover).
+        // It measured faster than the other rows forwards wherever it applies (1.00-2.2x:
+        // scripts/depthwise_rows_ab.py words; csrc/NOTES.md, forty-sixth session).
+        if (tune.rows_words != 0 && rows_words_apply<T>(pr, x, xd, y, yd) &&
+            row_bytes * (2 * a.nx + 8 * a.nv) <= smem_limit(dev, tune)) {
+          constexpr int EPW = int(4 / sizeof(T));
+          a.shift = int(ceil_div(pr.pl, EPW) * EPW);
+          a.lx = int(std::min<int64_t>(pr.L, a.nx - a.shift));
+          a.lx -= a.lx % EPW;  // whole words (L is even for half types; nx - shift too)
+          a.raw_pitch = 0;
+          const int64_t smem = row_bytes * (2 * a.nx + 8 * a.nv);
+          auto kern = &dw_fwd_cf_rows_words_kernel<T, W, KP>;
+          prepare_kernel(kern, smem, dev.device);
+          a.groups = ceil_div(pr.B, int64_t(a.rpw));
+          a.units = pr.C * a.groups;
+          const RowsWarpRuns runs = rows_warp_runs(a.units, resident_blocks(kern, size_t(smem), dev.device, 4),
+                                                   dev, tune);
+          a.upw = runs.upw;
+          DW_LAUNCH(kern, runs.grid, size_t(smem), stream, a);
+          DW_CHECK_LAUNCH("dw_fwd_cf_rows_kernel/words");
+          launched = true;
+          return;
+        }
         // Double-buffered where preferred and its raw buffer (the next pass's aligned chunks) fits.
         const int raw_pitch = a.nx + int(16 / sizeof(T));
-        const int64_t row_bytes = int64_t(kWarps) * a.rpw * int64_t(sizeof(T));
         const bool db = (tune.rows_db == 1 || (tune.rows_db < 0 && rows_db_preferred<T>(pr))) &&
                         row_bytes * (a.pitch + raw_pitch) <= smem_limit(dev, tune);
         a.raw_pitch = db ? raw_pitch : 0;

@@ -22,6 +22,9 @@
 //      exit, never multiplied by zero, so inf and NaN propagate as in the reference);
 //   3. store: the outputs from shared memory in 16-byte chunks aligned to the destination row
 //      (`rows_store`), element by element at the row's ends.
+// Where every row starts on a 4-byte boundary and holds whole words (float32 always; half types at
+// even lengths and offsets), the forward takes dw_fwd_cf_rows_words_kernel instead: steps 1 and 3
+// by 4-byte copies with no realignment, pipelined over each warp's run of passes (see there).
 //
 // Index maps (s = 1, d = 1, P = pad_left, KP >= K):
 //   forward  y[j]  = bias + sum_{k<K} w[k] x[j - P + k];        staged xs[q] = x[q - P]
@@ -65,6 +68,9 @@ struct RowsFwdArgs {
   int nx;         // staged x elements per row
   int pitch;      // shared elements per row: nx + 8 * nv
   int raw_pitch;  // double-buffered kernel: raw chunk elements per row (nx + 16 bytes), else 0
+  int shift;      // words kernel: x[i] is staged at i + shift (pl rounded up to whole words)
+  int lx;         // words kernel: staged x elements per row (a whole number of words)
+  int64_t groups, units, upw;  // words kernel: units per channel, in all, per warp (RowsUnit)
   int64_t per;    // batch rows per block
   int64_t split;  // blocks per channel
 };
@@ -344,6 +350,36 @@ DW_DEV void rows_put8(T* s, const float (&v)[8]) {
   }
 }
 
+// The forward's arithmetic over a pass's staged rows: y[rr][8v + e] = b + sum_k w[k] xs[rr][8v +
+// OFF + e + k] for the lane items (row rr, vector v) flattened over the nrows rows (nv vectors
+// each); xs rows xpitch apart (16-byte aligned), y rows ypitch apart.
+template <typename T, int KP, int OFF>
+DW_DEV void rows_fwd_compute(const T* xs, int xpitch, T* ys, int ypitch, int nrows, int nv, int K,
+                             const float (&wr)[KP], float b, int lane) {
+  constexpr int NW = rows_window_vecs<KP>();
+  static_assert(8 + KP - 1 + OFF <= 8 * NW, "the window's vectors cover the offset");
+  int rr = lane / nv, v = lane - rr * nv;
+  while (rr < nrows) {
+    float win[8 * NW];
+    rows_window<T, NW>(xs + rr * xpitch + 8 * v, win);
+    float acc[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[e] = b;
+#pragma unroll
+    for (int k = 0; k < KP; ++k) {
+      if (k >= K) break;  // a uniform exit: the padded taps are not issued
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[e] = fmaf(wr[k], win[e + k + OFF], acc[e]);
+    }
+    rows_put8<T>(ys + rr * ypitch + 8 * v, acc);
+    v += 32;
+    while (v >= nv) {
+      v -= nv;
+      ++rr;
+    }
+  }
+}
+
 // The block's batch rows [b0, b1) of its channel, and this warp's share of a pass: rows
 // [b, b + n) of the pass starting at pass_b0.
 struct RowsSpan {
@@ -358,7 +394,6 @@ DW_DEV RowsSpan rows_span(int64_t B, int64_t per, int64_t s) {
 // warp's raw chunks after its rpw rows of pitch).
 template <typename T, typename W, int KP, bool DB = false>
 __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_kernel(const RowsFwdArgs<T, W> a) {
-  constexpr int NW = rows_window_vecs<KP>();
   static_assert(sizeof(T) <= 4, "float, half or bfloat16 activations");
   const int warp = int(threadIdx.x) / 32;
   const int lane = int(threadIdx.x) % 32;
@@ -400,32 +435,130 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_kernel(const RowsFwdA
                       a.x_lo, a.x_hi, lane);
         __syncwarp();
       }
-      // Lane items (row rr, vector v), flattened over the pass's rows.
-      int rr = lane / a.nv, v = lane - rr * a.nv;
-      while (rr < nrows) {
-        const T* xs = sm + rr * a.pitch + 8 * v;
-        float win[8 * NW];
-        rows_window<T, NW>(xs, win);
-        float acc[8];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[e] = b;
-#pragma unroll
-        for (int k = 0; k < KP; ++k) {
-          if (k >= a.K) break;  // a uniform exit: the padded taps are not issued
-#pragma unroll
-          for (int e = 0; e < 8; ++e) acc[e] = fmaf(wr[k], win[e + k], acc[e]);
-        }
-        rows_put8<T>(sm + rr * a.pitch + a.nx + 8 * v, acc);
-        v += 32;
-        while (v >= a.nv) {
-          v -= a.nv;
-          ++rr;
-        }
-      }
+      rows_fwd_compute<T, KP, 0>(sm, a.pitch, sm + a.nx, a.pitch, nrows, a.nv, a.K, wr, b, lane);
       __syncwarp();
       rows_store<T>(a.y + pb * a.ysb + c * a.ysc, a.ysb, nrows, sm + a.nx, a.pitch, a.Lo, lane);
       __syncwarp();  // the next pass stages over these rows
     }
+  }
+}
+
+// ---- The forward on word-aligned rows (dw_fwd_cf_rows_words_kernel) --------------------------
+// Where every row of x and y starts on a 4-byte boundary and the rows hold whole words (float32
+// always; half types with even lengths, strides and offsets), the realignment the kernel above
+// spends most of its instructions on is not needed: x's words are copied by cp.async straight to
+// their staged place, x[i] at i + shift, and y's words stored from the staged outputs, both by
+// 4-byte accesses (a warp's 32 lanes move 128 consecutive bytes per instruction). shift is pl
+// rounded up to a whole word, so the windows start OFF = shift - pl (0 or 1) elements into their
+// vectors, a compile-time offset picked by one uniform test. The padding cells of the staged rows
+// are zeroed once, as no copy ever writes them. Each warp walks its own run of units (RowsUnit)
+// with two x buffers: the next unit's copies are in flight while this unit computes and stores
+// (csrc/NOTES.md, forty-sixth session).
+// Shared memory per warp: two x buffers of rpw rows of nx, then rpw output rows of 8 * nv.
+
+// The words kernel's unit of work: batch rows [pb, pb + rpw) of channel c (u = c * groups + pb /
+// rpw, groups = ceil(B / rpw) units per channel). Warp w of the grid takes units [w * upw, (w + 1) *
+// upw): whole runs of one channel's rows, so the taps change rarely.
+struct RowsUnit {
+  int64_t c, pb;
+};
+
+// Copies (cp.async, 4 bytes each) x's words of unit u's rows into buf (rows nx apart; word w of a
+// row to elements shift + EPW w).
+template <typename T, typename W>
+DW_DEV void rows_fetch_words(const RowsFwdArgs<T, W>& a, const RowsUnit& u, int nrows, T* buf,
+                             int lane) {
+  constexpr int EPW = int(4 / sizeof(T));
+  const int nw = a.lx / EPW;
+  const T* src = a.x + u.pb * a.xsb + u.c * a.xsc;
+  for (int rr = 0; rr < nrows; ++rr) {
+    const uint32_t* s = reinterpret_cast<const uint32_t*>(src + rr * a.xsb);
+    uint32_t* d = reinterpret_cast<uint32_t*>(buf + rr * a.nx + a.shift);
+    for (int w = lane; w < nw; w += 32) dw_cp_async<4>(d + w, s + w, 4);
+  }
+}
+
+// The outputs of unit u's rows (ys, rows 8 * nv apart) stored word by word.
+template <typename T, typename W>
+DW_DEV void rows_store_words(const RowsFwdArgs<T, W>& a, const RowsUnit& u, int nrows, const T* ys,
+                             int lane) {
+  constexpr int EPW = int(4 / sizeof(T));
+  const int nw = a.Lo / EPW;
+  T* dst = a.y + u.pb * a.ysb + u.c * a.ysc;
+  for (int rr = 0; rr < nrows; ++rr) {
+    const uint32_t* s = reinterpret_cast<const uint32_t*>(ys + rr * 8 * a.nv);
+    uint32_t* d = reinterpret_cast<uint32_t*>(dst + rr * a.ysb);
+    for (int w = lane; w < nw; w += 32) d[w] = s[w];
+  }
+}
+
+template <typename T, typename W, int KP>
+DW_DEV void rows_load_taps(const RowsFwdArgs<T, W>& a, int64_t c, float (&wr)[KP], float& b) {
+#pragma unroll
+  for (int k = 0; k < KP; ++k) wr[k] = k < a.K ? float(in_cvt(a.w[c * a.K + k])) : 0.f;
+  b = a.bias != nullptr ? float(in_cvt(a.bias[c])) : 0.f;
+}
+
+template <typename T, typename W, int KP>
+__global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const RowsFwdArgs<T, W> a) {
+  static_assert(sizeof(T) <= 4, "float, half or bfloat16 activations");
+  constexpr int EPW = int(4 / sizeof(T));
+  const int warp = int(threadIdx.x) / 32;
+  const int lane = int(threadIdx.x) % 32;
+  int64_t u = (int64_t(blockIdx.x) * kWarps + warp) * a.upw;
+  const int64_t u_end = u + a.upw < a.units ? u + a.upw : a.units;
+  if (u >= u_end) return;
+  const int xbuf = a.rpw * a.nx;  // elements of one x buffer
+  T* const xs0 = smem_base<T>() + int64_t(warp) * (2 * xbuf + a.rpw * 8 * a.nv);
+  T* const ys = xs0 + 2 * xbuf;
+  // Zero the padding cells of both buffers: [0, shift) and [shift + lx, nx) of every row.
+  {
+    uint32_t* z = reinterpret_cast<uint32_t*>(xs0);
+    const int rw = a.nx / EPW, lo = a.shift / EPW, hi = (a.shift + a.lx) / EPW;
+    for (int i = lane; i < 2 * a.rpw * rw; i += 32) {
+      const int w = i % rw;
+      if (w < lo || w >= hi) z[i] = 0u;
+    }
+  }
+  const int64_t c0 = u / a.groups;
+  RowsUnit cur{c0, (u - c0 * a.groups) * a.rpw};
+  auto rows_of = [&](const RowsUnit& t) { return int(t.pb + a.rpw <= a.B ? a.rpw : a.B - t.pb); };
+  rows_fetch_words(a, cur, rows_of(cur), xs0, lane);
+  dw_cp_commit();
+  float wr[KP], b;
+  rows_load_taps(a, cur.c, wr, b);
+  int bi = 0;
+  while (true) {
+    const bool more = u + 1 < u_end;
+    RowsUnit nxt = cur;
+    nxt.pb += a.rpw;
+    if (nxt.pb >= a.B) {
+      nxt.pb = 0;
+      ++nxt.c;
+    }
+    if (more) rows_fetch_words(a, nxt, rows_of(nxt), xs0 + (bi ^ 1) * xbuf, lane);
+    dw_cp_commit();
+    dw_cp_wait<1>();  // this unit's copies (all but the newest group) landed
+    __syncwarp();     // ... every lane's, and the padding zeroed
+    const int nrows = rows_of(cur);
+    const T* xs = xs0 + bi * xbuf;
+    if constexpr (EPW == 2) {
+      if (a.shift != a.pl) {
+        rows_fwd_compute<T, KP, 1>(xs, a.nx, ys, 8 * a.nv, nrows, a.nv, a.K, wr, b, lane);
+      } else {
+        rows_fwd_compute<T, KP, 0>(xs, a.nx, ys, 8 * a.nv, nrows, a.nv, a.K, wr, b, lane);
+      }
+    } else {
+      rows_fwd_compute<T, KP, 0>(xs, a.nx, ys, 8 * a.nv, nrows, a.nv, a.K, wr, b, lane);
+    }
+    __syncwarp();
+    rows_store_words(a, cur, nrows, ys, lane);
+    if (!more) break;
+    if (nxt.c != cur.c) rows_load_taps(a, nxt.c, wr, b);
+    __syncwarp();  // ys and this x buffer read by every lane before they are written again
+    cur = nxt;
+    ++u;
+    bi ^= 1;
   }
 }
 
