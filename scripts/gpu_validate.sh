@@ -5,12 +5,17 @@
 # Logs, junit XML and benchmark JSON go to $OUT (default ./gpu-out).
 #
 #   scripts/gpu_validate.sh build test sanitize bench      # stages, in the order given
+#   WHEEL=dist/sepconv1d-*.whl scripts/gpu_validate.sh install test sanitize bench
 #
 # Stages: build     pip install -e . for this GPU's arch (TORCH_CUDA_ARCH_LIST, default 9.0)
+#         install   install the wheel named by $WHEEL instead (one built elsewhere, e.g. by
+#                   scripts/build_wheel.sh on a machine without a GPU: no build time on this one)
 #         test      the GPU half of the pytest suite (the CPU half runs in CI)
 #         cputest   the whole suite, CPU cases included
-#         sanitize  compute-sanitizer memcheck + racecheck over a focused GPU subset, and racecheck of
-#                   the warp-specialised separable kernel (scripts/separable_race.py)
+#         sanitize  compute-sanitizer memcheck + racecheck over a focused GPU subset, racecheck of
+#                   the warp-specialised separable kernel (scripts/separable_race.py), and both
+#                   tools over the depthwise tensor-core, phase-row and rows kernels
+#                   (scripts/depthwise_race.py)
 #         bench     python -m sepconv1d.bench, JSON into $OUT
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -51,6 +56,11 @@ for stage in "$@"; do
       export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16}
       run build "$PY" -m pip install --no-build-isolation --no-deps -e . || exit 1
       ;;
+    install)
+      [ -n "${WHEEL:-}" ] || { echo "install: set WHEEL to a built wheel" >&2; exit 2; }
+      nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv || true
+      run install "$PY" -m pip install --no-deps --force-reinstall --no-index "$WHEEL" || exit 1
+      ;;
     test)
       run test "$PY" -P -m pytest tests -q -p no:cacheprovider "${XDIST[@]}" -k "$GPU_TESTS" \
         --junitxml="$OUT/junit-gpu.xml"
@@ -69,6 +79,10 @@ for stage in "$@"; do
         -k "cuda and (odd_channel or only_requested or (half_forward_kernels and bfloat16))"
       run racecheck_ws compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 \
         "$PY" -P scripts/separable_race.py
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 run memcheck_dw compute-sanitizer --tool memcheck --error-exitcode 9 \
+        --print-limit 20 "$PY" -P scripts/depthwise_race.py
+      run racecheck_dw compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 \
+        "$PY" -P scripts/depthwise_race.py
       ;;
     bench)
       run bench "$PY" -P -m sepconv1d.bench --budget-s "${BENCH_BUDGET_S:-200}" --out "$OUT/bench.json"
