@@ -390,6 +390,15 @@ DW_DEV RowsSpan rows_span(int64_t B, int64_t per, int64_t s) {
   return RowsSpan{b0, b0 + per < B ? b0 + per : B};
 }
 
+// The float taps of channel c (zeros past K: the compute exits before them) and its bias (0
+// without one).
+template <typename T, typename W, int KP>
+DW_DEV void rows_load_taps(const RowsFwdArgs<T, W>& a, int64_t c, float (&wr)[KP], float& b) {
+#pragma unroll
+  for (int k = 0; k < KP; ++k) wr[k] = k < a.K ? float(in_cvt(a.w[c * a.K + k])) : 0.f;
+  b = a.bias != nullptr ? float(in_cvt(a.bias[c])) : 0.f;
+}
+
 // DB: double-buffered staging (rows_fetch / rows_unstage; a.raw_pitch elements per row of each
 // warp's raw chunks after its rpw rows of pitch).
 template <typename T, typename W, int KP, bool DB = false>
@@ -402,10 +411,8 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_kernel(const RowsFwdA
   for (int64_t blk = blockIdx.x; blk < a.C * a.split; blk += gridDim.x) {
     const int64_t c = blk / a.split;
     const RowsSpan span = rows_span(a.B, a.per, blk - c * a.split);
-    float wr[KP];
-#pragma unroll
-    for (int k = 0; k < KP; ++k) wr[k] = k < a.K ? float(in_cvt(a.w[c * a.K + k])) : 0.f;
-    const float b = a.bias != nullptr ? float(in_cvt(a.bias[c])) : 0.f;
+    float wr[KP], b;
+    rows_load_taps(a, c, wr, b);
     const int64_t step = int64_t(kWarps) * a.rpw;
     auto rows_of = [&](int64_t pb) { return int(pb + a.rpw <= span.b1 ? a.rpw : span.b1 - pb); };
     if constexpr (DB) {
@@ -490,13 +497,6 @@ DW_DEV void rows_store_words(const RowsFwdArgs<T, W>& a, const RowsUnit& u, int 
     uint32_t* d = reinterpret_cast<uint32_t*>(dst + rr * a.ysb);
     for (int w = lane; w < nw; w += 32) d[w] = s[w];
   }
-}
-
-template <typename T, typename W, int KP>
-DW_DEV void rows_load_taps(const RowsFwdArgs<T, W>& a, int64_t c, float (&wr)[KP], float& b) {
-#pragma unroll
-  for (int k = 0; k < KP; ++k) wr[k] = k < a.K ? float(in_cvt(a.w[c * a.K + k])) : 0.f;
-  b = a.bias != nullptr ? float(in_cvt(a.bias[c])) : 0.f;
 }
 
 template <typename T, typename W, int KP>
