@@ -236,10 +236,10 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words):
     fits; or on word-aligned rows by word copies, SEPCONV1D_DW_ROWS_WORDS=1: float32, and half
     types at even lengths and offsets): forward and all three gradients against float64 for every
     padded tap count (K up to 32, across 4, 8, 12, 16, 24 and 32), pad_left 0 / middle / K - 1
-    with right pads that end the
-    rows early or late, rows shorter than the kernel's window and than a warp's lanes, odd and
-    16-byte-unaligned lengths, rows up to the 2048 limit (and one past it), views one element in,
-    batch-strided views, a channel-last input (other kernels), dx alone and dw alone."""
+    with right pads that end the rows early or late, rows shorter than the kernel's window and
+    than a warp's lanes, odd and 16-byte-unaligned lengths, rows up to the 2048 limit (and one
+    past it), views one element in, batch-strided views, a channel-last input (other kernels), dx
+    alone and dw alone."""
     monkeypatch.setenv("SEPCONV1D_DW_ROWS", rows)
     monkeypatch.setenv("SEPCONV1D_DW_ROWS_DB", db)
     monkeypatch.setenv("SEPCONV1D_DW_ROWS_WORDS", words)
