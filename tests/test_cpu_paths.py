@@ -20,12 +20,13 @@ x86_only = pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd6
 
 
 @x86_only
-@pytest.mark.parametrize("isa", ["avx512", "avx2", "default"])
+@pytest.mark.parametrize("isa", ["avx512_bf16", "avx512", "avx2", "default"])
 def test_instruction_set_paths_match_reference(isa):
-    """The CPU kernels pick AMX (bf16 backward products), AVX-512, AVX2 or baseline code once per
-    process; SEPCONV1D_CPU_ISA caps that choice, so the random-configuration tests are rerun in a
-    fresh process per cap (avx512: AVX-512 without AMX). On a CPU without the capped set the run
-    takes the best path below it, which the same references hold to."""
+    """The CPU kernels pick AMX or AVX512-BF16 (bf16 backward products), AVX-512, AVX2 or baseline
+    code once per process; SEPCONV1D_CPU_ISA caps that choice, so the random-configuration tests
+    are rerun in a fresh process per cap (avx512_bf16: AMX off; avx512: no bf16 products either).
+    On a CPU without the capped set the run takes the best path below it, which the same
+    references hold to."""
     env = dict(os.environ, SEPCONV1D_CPU_ISA=isa)
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "cpu",
            str(TESTS / "test_random_configs.py")]
@@ -37,7 +38,7 @@ def test_instruction_set_paths_match_reference(isa):
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
 def test_backward_does_not_depend_on_thread_count(dtype, layout):
-    """The CPU backward sums its weight gradients over a partition fixed by the shapes (AMX's
+    """The CPU backward sums its weight gradients over a partition fixed by the shapes (the bf16
     products too), so every output is bitwise the same on one thread or several."""
     gen = torch.Generator().manual_seed(7)
     batch, cin, cout, length, k = 3, 96, 200, 1501, 7

@@ -10,7 +10,7 @@
 // (VB = vector width in bytes). isa_call<Op>(args...) calls one of three trampolines compiled with
 // target("avx512f,...") / target("avx2,fma,f16c") / the baseline, chosen once per process from
 // CPUID. The environment variable SEPCONV1D_CPU_ISA=avx512|avx2|default caps the choice (used by
-// the tests to cover every path on one machine).
+// the tests to cover every path on one machine; bf16_gemm.h also reads amx and avx512_bf16).
 #pragma once
 
 #include "common/conv_params.h"

@@ -9,12 +9,13 @@
 //             dPW += DY * H^T (H recomputed incl. dw_bias),
 //             DH = pw^T * DY, then the depthwise backward of DH: d dw_weight (tap dot products with
 //             the x window) and dx (gathered transposed convolution of DH rows).
-//             The two products: AMX for bfloat16 where the CPU has it (amx_bf16.h: bf16 operands,
-//             float32 sums, as the CUDA kernels' MMA), else our float32 / float64 GEMM.
+//             The two products: for bfloat16, bf16 operands and float32 sums (as the CUDA kernels'
+//             MMA) on AMX or AVX512-BF16 where the CPU has one (bf16_gemm.h), else our float32 /
+//             float64 GEMM.
 //   d pw_bias = sum DY and d dw_bias = pw^T (sum DY) are formed from per-chunk sums of DY.
 // Weight gradients go through per-chunk partial sums over a partition fixed by the shapes, added
 // in chunk order: bitwise reproducible whatever the thread count. allow_tf32 is ignored on CPU.
-#include "cpu/amx_bf16.h"
+#include "cpu/bf16_gemm.h"
 #include "cpu/cpu_kernels.h"
 
 #include <torch/csrc/stable/library.h>
@@ -96,7 +97,7 @@ void store_tile(const T* tile, int64_t ld, int64_t rows, int64_t n, S* dst, int6
 //     follow torch.set_float32_matmul_precision (bf16 products under 'medium'), where nn.Conv1d
 //     stays exact.
 // H is a chunk buffer of a few MB: the Cin x L_out intermediate never exists as a whole. The
-// backward keeps its own GEMMs (register-blocked float32 / float64, AMX for bfloat16): its weight
+// backward keeps its own GEMMs (register-blocked float32 / float64, bf16_gemm.h for bfloat16): its weight
 // gradients are bitwise reproducible whatever the thread count, which a library GEMM does not
 // promise. Measurements: csrc/NOTES.md, "Forty-fourth session" and "Forty-fifth session".
 // ------------------------------------------------------------------------------------------------
@@ -383,7 +384,7 @@ T* pw_partials(SepPartials& p) {
 
 template <typename S, typename T, int KT>
 void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc,
-                    const std::vector<T>& dwb, const std::vector<T>& pwTp, const uint16_t* pwT_amx,
+                    const std::vector<T>& dwb, const std::vector<T>& pwTp, const uint16_t* pwT_bf16,
                     const ConvGeometry& g, Tensor* dx, SepNeeds need, SepPartials& parts) {
   const S* xp = static_cast<const S*>(x.const_data_ptr());
   const S* gp = static_cast<const S*>(dy.const_data_ptr());
@@ -405,10 +406,10 @@ void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc
   torch::stable::parallel_for(0, parts.count, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> xb, rowt, DY, DH, dxt;
     std::vector<T> H, Ht;
-    amx::PackedBuffer hpack, dypack, astrip;  // bf16 operands of the AMX products
+    bf16::PackedBuffer hpack, dypack, astrip;  // operands of the bf16 products
     if (need.pw) {
       H.assign(static_cast<size_t>(std::max<int64_t>(Cin, 1) * TLp), T(0));
-      if (pwT_amx == nullptr) Ht.assign(static_cast<size_t>(TL * ldp), T(0));
+      if (pwT_bf16 == nullptr) Ht.assign(static_cast<size_t>(TL * ldp), T(0));
     }
     std::vector<int64_t> offs(static_cast<size_t>(K));
     RowGradScratch<T> scratch;
@@ -457,18 +458,18 @@ void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc
           }
           const bool first = tix == ch * parts.tiles_per_chunk;
           if constexpr (std::is_same_v<S, BFloat16>) {
-#if SEPCONV1D_AMX
-            if (pwT_amx != nullptr) {
-              // dPW (+)= DY's tile * H^T on AMX: H rounded to bf16 (as the forward rounds it) and
+#if SEPCONV1D_BF16_GEMM
+            if (pwT_bf16 != nullptr) {
+              // dPW (+)= DY's tile * H^T in bf16: H rounded to bf16 (as the forward rounds it) and
               // packed; DY's rows (bf16 values) packed strip by strip.
-              uint16_t* hb = hpack.get(amx::packed_b_elems(Cin, n));
-              amx::pack_b_transposed(H.data(), TLp, Cin, n, hb);
-              amx::gemm_rows_a(DY.data() + own, ndp, hb, dpw, ldp, Cout, Cin, n, !first,
+              uint16_t* hb = hpack.get(bf16::packed_b_elems(Cin, n));
+              bf16::pack_b_transposed(H.data(), TLp, Cin, n, hb);
+              bf16::gemm_rows_a(DY.data() + own, ndp, hb, dpw, ldp, Cout, Cin, n, !first,
                                astrip.get(32 * round_up(n, 32)));
             }
 #endif
           }
-          if (pwT_amx == nullptr) {
+          if (pwT_bf16 == nullptr) {
             // Ht[j][c] = H[c][j]
             constexpr int64_t kB = 16;
             for (int64_t c0 = 0; c0 < Cin; c0 += kB) {
@@ -487,15 +488,15 @@ void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc
         if (need.dww || need.x) {
           ensure_size(DH, std::max<int64_t>(Cinp, 1) * ndp);
           if constexpr (std::is_same_v<S, BFloat16>) {
-#if SEPCONV1D_AMX
-            if (pwT_amx != nullptr) {  // DH = pw^T (packed once per call) * DY on AMX
-              uint16_t* db = dypack.get(amx::packed_b_elems(nd, Cout));
-              amx::pack_b_rows(DY.data(), ndp, Cout, nd, db);
-              amx::gemm_packed(pwT_amx, db, DH.data(), ndp, Cin, nd, Cout, false);
+#if SEPCONV1D_BF16_GEMM
+            if (pwT_bf16 != nullptr) {  // DH = pw^T (packed once per call) * DY in bf16
+              uint16_t* db = dypack.get(bf16::packed_b_elems(nd, Cout));
+              bf16::pack_b_rows(DY.data(), ndp, Cout, nd, db);
+              bf16::gemm_packed(pwT_bf16, db, DH.data(), ndp, Cin, nd, Cout, false);
             }
 #endif
           }
-          if (pwT_amx == nullptr) {
+          if (pwT_bf16 == nullptr) {
             isa_call<GemmOp<T>>(Cin, nd, Cout, pwTp.data(), static_cast<const T*>(DY.data()), ndp,
                                 DH.data(), ndp, static_cast<const T*>(nullptr), false);
           }
@@ -657,23 +658,24 @@ separable_conv1d_backward_cpu(const Tensor& grad_out, const Tensor& x_in, const 
     if (parts.count > 0) {
       const std::vector<T> dwc = to_acc_vector<WT, T>(dw, Cin * K);
       const std::vector<T> dwbv = dwb ? to_acc_vector<WT, T>(*dwb, Cin) : std::vector<T>(Cin, T(0));
-      // bfloat16 activations take AMX for both products where the CPU has it (amx_bf16.h): pw^T
-      // rounded to bf16 as the products' operand (as the CUDA kernels round it). Other types, and
-      // CPUs without AMX, the float32 / float64 GEMM.
-      const bool use_amx = std::is_same_v<S, BFloat16> && amx::amx_bf16_enabled() && Cout > 0;
+      // bfloat16 activations take bf16 products (AMX or AVX512-BF16, bf16_gemm.h) where the CPU
+      // has them: pw^T rounded to bf16 as the products' operand (as the CUDA kernels round it).
+      // Other types, and CPUs without either, the float32 / float64 GEMM.
+      const bool use_bf16 =
+          std::is_same_v<S, BFloat16> && bf16::bf16_gemm_path() != bf16::kNone && Cout > 0;
       // pw^T as DH's packed operand, converted and packed on all threads (Cout x Cin elements: on
       // one thread this was ~5% of a 1024-channel backward on 2 cores, and more with more cores).
       std::vector<T> pwTp;
-      amx::PackedBuffer pwT_amx;
-      // Non-null selects the AMX products; filled only where DH is needed.
-      uint16_t* pwT_a = use_amx ? pwT_amx.get(amx::packed_a_elems(Cin, Cout)) : nullptr;
+      bf16::PackedBuffer pwT_bf16;
+      // Non-null selects the bf16 products; filled only where DH is needed.
+      uint16_t* pwT_a = use_bf16 ? pwT_bf16.get(bf16::packed_a_elems(Cin, Cout)) : nullptr;
       if (need.x || need.dww) {
         std::vector<T> pwc(static_cast<size_t>(Cout * Cin));
         const WT* pwp = static_cast<const WT*>(pw.const_data_ptr());
         torch::stable::parallel_for(0, Cout * Cin, 65536, [&](int64_t i0, int64_t i1) {
           for (int64_t i = i0; i < i1; ++i) pwc[i] = to_acc<T>(pwp[i]);
         });
-        if (!use_amx) {  // panels of kMR rows of pw^T
+        if (!use_bf16) {  // panels of kMR rows of pw^T
           pwTp.resize(static_cast<size_t>(round_up(Cin, kMR) * Cout));
           torch::stable::parallel_for(0, ceil_div(Cin, kMR), 16, [&](int64_t p0, int64_t p1) {
             const int64_t m0 = p0 * kMR, m1 = std::min(Cin, p1 * kMR);
@@ -681,12 +683,12 @@ separable_conv1d_backward_cpu(const Tensor& grad_out, const Tensor& x_in, const 
           });
         }
         if constexpr (std::is_same_v<T, float>) {
-#if SEPCONV1D_AMX
-          if (use_amx) {  // panels of 16 rows of pw^T
+#if SEPCONV1D_BF16_GEMM
+          if (use_bf16) {  // panels of 16 rows of pw^T
             const int64_t KB = round_up(Cout, 32) / 32;
             torch::stable::parallel_for(0, ceil_div(Cin, 16), 4, [&](int64_t p0, int64_t p1) {
               const int64_t m0 = p0 * 16, m1 = std::min(Cin, p1 * 16);
-              amx::pack_a_transposed(pwc.data() + m0, Cin, m1 - m0, Cout, pwT_a + p0 * KB * 512);
+              bf16::pack_a_transposed(pwc.data() + m0, Cin, m1 - m0, Cout, pwT_a + p0 * KB * 512);
             });
           }
 #endif
