@@ -140,6 +140,31 @@ def test_larger_shapes(device, cin, cout, dtype):
     assert_close_to_reference(out, ref, tolerance_for(dtype))
 
 
+@pytest.mark.parametrize("cin,cout,k,dilation,length", [
+    (1024, 1024, 11, 1, 250),   # Citrinet: Cin-wide d pw_weight products, many 32-row strips
+    (200, 1536, 7, 1, 300),     # Vocos-like expansion: a long reduction (Cout) into dh
+    (520, 300, 87, 2, 835),     # QuartzNet-last: a long halo widens each backward tile
+])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_larger_shapes_backward(device, cin, cout, k, dilation, length, dtype):
+    """Every gradient at model widths against float64: the backward's tiled products (CPU: bf16 on
+    AMX or AVX512-BF16 dot products where the CPU has them, else float32 GEMMs; their register
+    blocks, strips and column groups) at sizes the small-channel tests never reach."""
+    x = make_activation(1, cin, length, dtype, device).requires_grad_(True)
+    params = list(_weights(cin, cout, k, dtype, device, True, True))
+    for p in params:
+        p.requires_grad_(True)
+    dw, dwb, pw, pwb = params
+    pads = resolve_padding("same", k, 1, dilation)
+    out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same", dilation=dilation)
+    grad_out = torch.randn(out.shape, dtype=torch.float64).to(device, dtype)
+    poison_allocator(device, x.numel() * x.element_size())
+    grads = torch.autograd.grad(out, [x, dw, dwb, pw, pwb], grad_out)
+    tol = max(tolerance_for(dtype), TF32_TOLERANCE) if dtype == torch.float32 else tolerance_for(dtype)
+    _check_grads([x, dw, dwb, pw, pwb], grads, grad_out, 1, pads, dilation, lambda t: tol,
+                 f"K={k} d={dilation} L={length} {cin}->{cout} {dtype}")
+
+
 # Tensors past 2^31 elements: (device, B, Cin, Cout, L, dtype, layout, TF32). The GPU cases run the
 # production kernels with offsets past 2^31 in x and past 2^32 in y: the seed's pass-major BN 128
 # tile on 16-byte-aligned rows (tensor maps) and on unaligned ones, a channel-last tile, TF32 and
