@@ -179,9 +179,14 @@ def markdown(result: dict, source: str | None = None, sections: tuple[str, ...] 
     if host.get("start") is not None:
         span = f"{host['start']:.1f}" + (f" / {host['end']:.1f}" if host.get("end") is not None else "")
         out.append("")
+        step = env.get("host_step_us") or {}
+        step_span = ""
+        if step.get("start") is not None:
+            step_span = (f", and a tiny eager training step (two conv1d and autograd.grad) {step['start']:.0f}"
+                         + (f" / {step['end']:.0f}" if step.get("end") is not None else "") + " µs")
         out.append(f"Host speed in the same run: one small CUDA op (torch.add) took {span} µs of host time "
-                   "(start / end). Forward+backward steps of the smaller cases are host-bound, so their "
-                   "times follow the host's speed, which differs by up to 10x between machines.")
+                   f"(start / end){step_span}. Forward+backward steps of the smaller cases are host-bound, "
+                   "so their times follow the host's speed, which differs by up to 10x between machines.")
     ceil = ceilings_line(result)
     if ceil:
         out.append("")

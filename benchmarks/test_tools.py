@@ -45,6 +45,10 @@ def test_markdown_states_the_host_speed_only_where_the_run_measured_it():
     result["env"]["host_add_us"] = {"start": 11.96, "end": 113.04}
     text = make_table.markdown(result, FIXTURE)
     assert "took 12.0 / 113.0 µs of host time" in text
+    assert "training step" not in text.split("Host speed")[1].split("\n")[0]
+    result["env"]["host_step_us"] = {"start": 512.3, "end": 530.9}
+    text = make_table.markdown(result, FIXTURE)
+    assert "a tiny eager training step (two conv1d and autograd.grad) 512 / 531 µs" in text
 
 
 def test_load_rejects_other_json(tmp_path):

@@ -1347,6 +1347,10 @@ def format_table(result: dict) -> str:
     if host.get("start") is not None:
         lines.append(f"host speed (torch.add per call, start / end of the run): {_sig(host.get('start'))} / "
                      f"{_sig(host.get('end'))} us")
+    step = env.get("host_step_us") or {}
+    if step.get("start") is not None:
+        lines.append(f"host speed (a tiny eager training step, start / end of the run): "
+                     f"{_sig(step.get('start'))} / {_sig(step.get('end'))} us")
     g = ceil.get("gemm_tflops", {})
     gemm = ", ".join(f"{k} {_sig(v)}" for k, v in g.items())
     moved = ceil.get("copy_2gib_bytes_moved")
@@ -1446,6 +1450,37 @@ def host_launch_us(device: torch.device, calls: int = 1000) -> float | None:
     return host_us
 
 
+def host_step_us(device: torch.device, steps: int = 100) -> float | None:
+    """Host time of a tiny eager training step (depthwise then pointwise F.conv1d, B1 C8 -> 16 L16,
+    and torch.autograd.grad of its five inputs), queued behind a GPU sleep: the Python, dispatcher
+    and autograd-engine path, its hand-off to the device thread included, that bounds the host-bound
+    steps of ours and eager alike. One torch.add (host_launch_us) did not tell apart hosts whose
+    model steps differed by 15% (csrc/NOTES.md, forty-fifth and forty-seventh sessions)."""
+    if device.type != "cuda":
+        return None
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    def param(*shape):
+        return torch.randn(*shape, generator=gen).to(device).requires_grad_(True)
+    x, dw, db, pw, pb = param(1, 8, 16), param(8, 1, 3), param(8), param(16, 8, 1), param(16)
+    grad = torch.randn(1, 16, 16, generator=gen).to(device)
+    inputs = (x, dw, db, pw, pb)
+
+    def step():
+        y = F.conv1d(F.conv1d(x, dw, db, padding=1, groups=8), pw, pb)
+        torch.autograd.grad(y, inputs, grad)
+
+    for _ in range(10):
+        step()
+    torch.cuda.synchronize(device)
+    torch.cuda._sleep(int(5e8))  # ~0.25 s of GPU time: the steps queue behind it
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    host_us = (time.perf_counter() - t0) * 1e6 / steps
+    torch.cuda.synchronize(device)
+    return host_us
+
+
 def collect_env(device: torch.device, timer: Timer, ours: Ours | None, peer_version: str | None) -> dict:
     env: dict[str, Any] = {
         "torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
@@ -1462,6 +1497,7 @@ def collect_env(device: torch.device, timer: Timer, ours: Ours | None, peer_vers
             "cudnn": torch.backends.cudnn.version(), "driver": _driver_version(),
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
             "host_add_us": {"start": host_launch_us(device)},
+            "host_step_us": {"start": host_step_us(device)},
         })
     else:
         env.update({"device": f"CPU ({platform.processor() or platform.machine()})", "sm_count": None,
@@ -1750,6 +1786,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     result["compile_s_total"] = runner.compile_s_total
     if isinstance(env.get("host_add_us"), dict):
         env["host_add_us"]["end"] = host_launch_us(device)
+    if isinstance(env.get("host_step_us"), dict):
+        env["host_step_us"]["end"] = host_step_us(device)
     result["wall_s"] = time.perf_counter() - t_start
     if ours is None:
         result["notes"].append(f"ours missing: {why}")
