@@ -465,7 +465,7 @@ void backward_tiles(const Tensor& dy, const Tensor& x, const std::vector<T>& dwc
               uint16_t* hb = hpack.get(bf16::packed_b_elems(Cin, n));
               bf16::pack_b_transposed(H.data(), TLp, Cin, n, hb);
               bf16::gemm_rows_a(DY.data() + own, ndp, hb, dpw, ldp, Cout, Cin, n, !first,
-                               astrip.get(32 * round_up(n, 32)));
+                                astrip.get(32 * round_up(n, 32)));
             }
 #endif
           }
