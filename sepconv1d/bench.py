@@ -1432,6 +1432,21 @@ def _driver_version() -> str | None:
     return None
 
 
+def _host_us_behind_sleep(device: torch.device, fn: Callable[[], Any], calls: int, sleep_cycles: int) -> float:
+    """Host time per call of fn, warmed up, then queued behind a GPU sleep of sleep_cycles so the
+    host never waits for the device."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize(device)
+    torch.cuda._sleep(sleep_cycles)
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host_us = (time.perf_counter() - t0) * 1e6 / calls
+    torch.cuda.synchronize(device)
+    return host_us
+
+
 def host_launch_us(device: torch.device, calls: int = 1000) -> float | None:
     """Host time of one small CUDA op (torch.add of 16 elements), queued behind a GPU sleep so the
     host never waits for the device. Lent hosts differ by up to 10x here, and a training step whose
@@ -1439,15 +1454,7 @@ def host_launch_us(device: torch.device, calls: int = 1000) -> float | None:
     if device.type != "cuda":
         return None
     a = torch.ones(16, device=device)
-    a.add_(1)
-    torch.cuda.synchronize(device)
-    torch.cuda._sleep(int(2e8))  # ~0.1 s of GPU time; the queue never fills
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        a.add_(1)
-    host_us = (time.perf_counter() - t0) * 1e6 / calls
-    torch.cuda.synchronize(device)
-    return host_us
+    return _host_us_behind_sleep(device, lambda: a.add_(1), calls, int(2e8))  # ~0.1 s of GPU time
 
 
 def host_step_us(device: torch.device, steps: int = 100) -> float | None:
@@ -1469,16 +1476,7 @@ def host_step_us(device: torch.device, steps: int = 100) -> float | None:
         y = F.conv1d(F.conv1d(x, dw, db, padding=1, groups=8), pw, pb)
         torch.autograd.grad(y, inputs, grad)
 
-    for _ in range(10):
-        step()
-    torch.cuda.synchronize(device)
-    torch.cuda._sleep(int(5e8))  # ~0.25 s of GPU time: the steps queue behind it
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    host_us = (time.perf_counter() - t0) * 1e6 / steps
-    torch.cuda.synchronize(device)
-    return host_us
+    return _host_us_behind_sleep(device, step, steps, int(5e8))  # ~0.25 s of GPU time
 
 
 def collect_env(device: torch.device, timer: Timer, ours: Ours | None, peer_version: str | None) -> dict:
