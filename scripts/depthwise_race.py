@@ -6,8 +6,8 @@ dilated problems as phase rows (depthwise_phases.cuh: the gather, the dilation-1
 scatter; SEPCONV1D_DW_PHASES=1 for every K), in half types and float32. Last, the short-row
 kernels (depthwise_rows.cuh, SEPCONV1D_DW_ROWS=1): every padded tap count, rows of one element up
 to 2048, unaligned and batch-strided views, every subset of the gradients, float32 and half types;
-the word-aligned ones take the words forward, and a few channels of many rows give its warps runs
-of several units (the next unit's copies in flight while one computes):
+the word-aligned ones take the words forward and backward, and a few channels of many rows give
+their warps runs of several units (the next unit's copies in flight while one computes):
 
     compute-sanitizer --tool racecheck python3 -P scripts/depthwise_race.py
 """
@@ -60,9 +60,10 @@ def main() -> None:
             torch.autograd.grad(sepconv1d.depthwise_conv1d(x.detach(), w, b, padding=padding), (w,), dy)
     for dtype in (torch.bfloat16, torch.float32):
         for batch, length, k, padding in ((300, 210, 9, (8, 0)), (1000, 64, 3, "same"), (200, 250, 11, "same")):
-            x = torch.randn(batch, 6, length, device="cuda", dtype=dtype)
-            w = torch.randn(6, k, device="cuda", dtype=dtype)
-            sepconv1d.depthwise_conv1d(x, w, None, padding=padding)
+            x = torch.randn(batch, 6, length, device="cuda", dtype=dtype, requires_grad=True)
+            w = torch.randn(6, k, device="cuda", dtype=dtype, requires_grad=True)
+            y = sepconv1d.depthwise_conv1d(x, w, None, padding=padding)
+            torch.autograd.grad(y, (x, w), torch.randn_like(y))
     torch.cuda.synchronize()
     print("depthwise_race: done")
 

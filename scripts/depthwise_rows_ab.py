@@ -7,10 +7,13 @@ long `torch.cuda._sleep`, so host overhead does not enter. Before timing, each d
 checked against a float64 reference with both settings (a quick guard; the test suite's
 test_short_rows_kernel is the real check).
 
-    python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps] [db] [words]   # default: the first two
+    python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps] [db] [words] [words_bwd]
+    # default: the first two
     # db: the rows forward double-buffered (SEPCONV1D_DW_ROWS_DB=1) against single-buffered (=0)
     # words: the rows forward by word copies where rows are word-aligned (SEPCONV1D_DW_ROWS_WORDS=1)
     #   against the library's other rows forwards (=0)
+    # words_bwd: the rows backward by word copies (SEPCONV1D_DW_ROWS_WORDS_BWD=1) against the
+    #   rows backward by 16-byte staging (=0), all three gradients
     # JSON to $OUT/depthwise_rows_ab.json (default /tmp)
 """
 
@@ -148,10 +151,38 @@ def time_forward_switch(name, b, c, length, k, pl, pr, dtype, switch, fixed) -> 
     return row
 
 
+def time_backward_switch(name, b, c, length, k, pl, pr, dtype, switch) -> dict:
+    """The rows backward (rows forced on; dx, dw and db) with the variable `switch` at "1" against
+    "0", each checked against float64 autograd first."""
+    xs = [torch.randn(b, c, length, device="cuda", dtype=dtype) for _ in range(3)]
+    lo = length + pl + pr - k + 1
+    gs = [torch.randn(b, c, lo, device="cuda", dtype=dtype) for _ in range(3)]
+    w = torch.randn(c, k, device="cuda", dtype=dtype) / k**0.5
+    x64 = xs[0].double().requires_grad_(True)
+    w64 = w.double().requires_grad_(True)
+    y64 = F.conv1d(F.pad(x64, (pl, pr)), w64.unsqueeze(1), groups=c)
+    refs = torch.autograd.grad(y64, (x64, w64), gs[0].double())
+    os.environ["SEPCONV1D_DW_ROWS"] = "1"
+    row = {"case": name, "dtype": str(dtype).split(".")[-1], "B": b, "C": c, "L": length, "K": k,
+           "switch": switch}
+    try:
+        for label, value in (("on", "1"), ("off", "0")):
+            bwd = lambda i: ops.depthwise_conv1d_backward(gs[i], xs[i], w, 1, pl, pr, 1, True, True, True)  # noqa: E731
+            got = with_env(switch, value, bwd, timed=False)
+            row[f"err_{label}"] = max(rel_err(got[0], refs[0]), rel_err(got[1], refs[1]))
+            row[f"bwd_{label}"] = with_env(switch, value, bwd)
+    finally:
+        os.environ.pop("SEPCONV1D_DW_ROWS", None)
+    row["gain"] = row["bwd_off"] / row["bwd_on"]
+    print(f"{name:17s} {row['dtype']:9s} bwd {switch}=0 {row['bwd_off']:7.1f} =1 {row['bwd_on']:7.1f}"
+          f" ({row['gain']:.2f}x)  err {row['err_off']:.1e} / {row['err_on']:.1e}", flush=True)
+    return row
+
+
 def main() -> None:
     torch.backends.cudnn.allow_tf32 = True
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
-               "depthwise": [], "separable": [], "double_buffered": [], "words": []}
+               "depthwise": [], "separable": [], "double_buffered": [], "words": [], "words_bwd": []}
     parts = set(sys.argv[1:]) or {"depthwise", "steps"}
     for dtype in (torch.bfloat16, torch.float32) if "db" in parts else ():
         for case in DEPTHWISE:
@@ -160,6 +191,9 @@ def main() -> None:
     for dtype in (torch.bfloat16, torch.float32) if "words" in parts else ():
         for case in DEPTHWISE:
             results["words"].append(time_forward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_WORDS", {}))
+    for dtype in (torch.bfloat16, torch.float32) if "words_bwd" in parts else ():
+        for case in DEPTHWISE:
+            results["words_bwd"].append(time_backward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_WORDS_BWD"))
     for dtype in (torch.bfloat16, torch.float32) if "depthwise" in parts else ():
         for case in DEPTHWISE:
             results["depthwise"].append(time_depthwise(*case, dtype))

@@ -233,8 +233,9 @@ def test_dilated_kernels_as_phase_rows(monkeypatch, dtypes, phases):
 def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words):
     """The short-row kernels (one warp per row; SEPCONV1D_DW_ROWS=1 wherever they apply, =0
     never; their forward double-buffered, SEPCONV1D_DW_ROWS_DB=1, or not, =0, wherever each
-    fits; or on word-aligned rows by word copies, SEPCONV1D_DW_ROWS_WORDS=1: float32, and half
-    types at even lengths and offsets): forward and all three gradients against float64 for every
+    fits; or on word-aligned rows by word copies, SEPCONV1D_DW_ROWS_WORDS=1 and
+    SEPCONV1D_DW_ROWS_WORDS_BWD=1: float32, and half types at even lengths and offsets): forward
+    and all three gradients against float64 for every
     padded tap count (K up to 32, across 4, 8, 12, 16, 24 and 32), pad_left 0 / middle / K - 1
     with right pads that end the rows early or late, rows shorter than the kernel's window and
     than a warp's lanes, odd and 16-byte-unaligned lengths, rows up to the 2048 limit (and one
@@ -243,6 +244,7 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words):
     monkeypatch.setenv("SEPCONV1D_DW_ROWS", rows)
     monkeypatch.setenv("SEPCONV1D_DW_ROWS_DB", db)
     monkeypatch.setenv("SEPCONV1D_DW_ROWS_WORDS", words)
+    monkeypatch.setenv("SEPCONV1D_DW_ROWS_WORDS_BWD", words)
     xdtype, wdtype = dtypes
     cases = [  # (K, L, pad_left, pad_right, layout)
         (9, 210, 8, 0, "contiguous"), (11, 250, 5, 5, "contiguous"), (31, 500, 15, 15, "sliced"),
@@ -297,6 +299,49 @@ def test_short_rows_words_forward_routing(monkeypatch, dtype, length, offset, k,
     names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     assert any("dw_fwd_cf_rows" in n for n in names), names
     assert any("dw_fwd_cf_rows_words_kernel" in n for n in names) == words, names
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the kernels' names come from the CUDA profiler")
+@pytest.mark.parametrize("dtype,length,offset,k,left,words", [
+    (torch.bfloat16, 210, 0, 9, 8, True),    # FastConformer: dy staged one element into its vectors
+    (torch.float16, 250, 0, 11, 5, True),    # Citrinet: odd pad_left (x windows one element in)
+    (torch.bfloat16, 250, 1, 11, 5, False),  # rows one element in: not word-aligned
+    (torch.bfloat16, 211, 0, 11, 5, False),  # odd length: rows alternate parity
+    (torch.float32, 211, 1, 11, 5, True),    # float32 rows are always whole words
+], ids=["bf16-L210", "fp16-L250-odd-pad", "bf16-offset", "bf16-odd-L", "fp32-odd-L"])
+@pytest.mark.parametrize("wanted", ["all", "x", "weight", "bias"])
+def test_short_rows_words_backward_routing(monkeypatch, dtype, length, offset, k, left, words, wanted):
+    """With SEPCONV1D_DW_ROWS_WORDS_BWD=1 the short-row backward takes the word-copy kernel exactly
+    where every row it reads or writes is word-aligned, and each asked-for gradient equals the
+    float64 reference's either way (poisoned output memory); its weight-gradient sums, one slot per
+    unit of rows, are the same bits on a second call."""
+    monkeypatch.setenv("SEPCONV1D_DW_ROWS", "1")
+    monkeypatch.setenv("SEPCONV1D_DW_ROWS_WORDS_BWD", "1")
+    channels, right = 6, k - 1 - left + 2
+    x = make_activation(21, channels, length + offset, dtype, "cuda")[..., offset:]
+    weight, bias = _params(channels, k, dtype, "cuda", True)
+    x64, w64, b64 = (t.detach().double().requires_grad_(True) for t in (x, weight, bias))
+    ref = unfolded_depthwise(x64, w64, b64, 1, left, right, 1)
+    grad = torch.randn(ref.shape, dtype=torch.float64, device="cuda").to(dtype)
+    ref_grads = torch.autograd.grad(ref, (x64, w64, b64), grad.double())
+    want = {"all": (True, True, True), "x": (True, False, False), "weight": (False, True, False),
+            "bias": (False, False, True)}[wanted]
+    op = torch.ops.sepconv1d.depthwise_conv1d_backward
+    poison_allocator("cuda", x.numel() * x.element_size())
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        got = op(grad, x, weight, 1, left, right, 1, *want)
+        torch.cuda.synchronize()
+    again = op(grad, x, weight, 1, left, right, 1, *want)
+    for name, g, r, a, wanted_one in zip(("x", "weight", "bias"), got, ref_grads, again, want, strict=True):
+        if not wanted_one:
+            assert g is None, name
+            continue
+        assert_close_to_reference(g, r, tolerance_for(dtype), f"grad {name} L={length} offset={offset} {dtype}")
+        if name != "x":
+            assert torch.equal(g, a), f"grad {name} differs between two calls"
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    assert any("dw_bwd_cf_rows" in n for n in names), names
+    assert any("dw_bwd_cf_rows_words_kernel" in n for n in names) == words, names
 
 
 def _half_rows(batch, channels, length, dtype, device, view):

@@ -89,7 +89,8 @@ bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
 // SEPCONV1D_DW_ROWS (read per call: comparisons, tests): "0" never, "1" wherever they apply; their
 // outputs per warp pass by SEPCONV1D_DW_ROWS_SPAN (A/B of rows_plan's rule); their forward's
 // double buffering by SEPCONV1D_DW_ROWS_DB: "0" never, "1" wherever it fits in shared memory; and
-// their forward's word copies on word-aligned rows by SEPCONV1D_DW_ROWS_WORDS ("0" / "1").
+// their word copies on word-aligned rows by SEPCONV1D_DW_ROWS_WORDS (forward) and
+// SEPCONV1D_DW_ROWS_WORDS_BWD (backward), "0" / "1".
 dwk::Tuning tuning() {
   dwk::Tuning t;
   const char* env = std::getenv("SEPCONV1D_DW_ROWS");
@@ -100,6 +101,8 @@ dwk::Tuning tuning() {
   if (db != nullptr && *db != '\0') t.rows_db = std::atoi(db) != 0 ? 1 : 0;
   const char* words = std::getenv("SEPCONV1D_DW_ROWS_WORDS");
   if (words != nullptr && *words != '\0') t.rows_words = std::atoi(words) != 0 ? 1 : 0;
+  const char* words_bwd = std::getenv("SEPCONV1D_DW_ROWS_WORDS_BWD");
+  if (words_bwd != nullptr && *words_bwd != '\0') t.rows_words_bwd = std::atoi(words_bwd) != 0 ? 1 : 0;
   return t;
 }
 

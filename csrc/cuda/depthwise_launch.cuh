@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -83,6 +84,7 @@ struct Tuning {
                                   // (rows_db_preferred), 0 never, 1 wherever it fits
   int rows_words = -1;            // rows forward on word-aligned rows by 4-byte copies: -1 or 1
                                   // wherever it applies (rows_words_apply) and fits, 0 never
+  int rows_words_bwd = -1;        // the rows backward likewise (rows_words_bwd_apply)
 };
 
 enum class Path { CF, CL, Direct };
@@ -364,6 +366,20 @@ bool rows_words_apply(const Problem& pr, const T* x, const Desc3& xd, const T* y
          even(yd.sc) && even(pr.L) && even(pr.Lo);
 }
 
+// Whether the words backward (dw_bwd_cf_rows_words_kernel) applies: as rows_words_apply, for dy
+// and the tensors the call reads or writes (x where dw is wanted, dx where dx is).
+template <typename T>
+bool rows_words_bwd_apply(const Problem& pr, const T* dy, const Desc3& dyd, const T* x,
+                          const Desc3& xd, const T* dx, const Desc3& dxd, bool want_w) {
+  if (sizeof(T) == 4) return true;
+  auto even = [](int64_t v) { return v % 2 == 0; };
+  auto rows_ok = [&](const T* p, const Desc3& d) {
+    return ptr_aligned(p, 4) && even(d.sb) && even(d.sc);
+  };
+  return rows_ok(dy, dyd) && (!want_w || rows_ok(x, xd)) && (dx == nullptr || rows_ok(dx, dxd)) &&
+         even(pr.L) && even(pr.Lo);
+}
+
 template <typename T>
 bool rows_wanted(const Problem& pr, bool fast, bool aligned, bool backward, const Tuning& tune) {
   if (!rows_apply<T>(pr, fast) || tune.rows == 0) return false;
@@ -523,6 +539,90 @@ bool backward_rows(const Problem& pr, const RowsPlan& plan, const T* dy, const D
       }
     });
     return launched;
+  }
+}
+
+// The words backward: dx (when dx != nullptr) and the dw / db sums of each unit into its own slot
+// of part ([groups][K+1][C], from alloc(slots) where want_w || want_b; nullptr there, or more slots
+// than max_slots, launches nothing). Returns the slots written (0 for dx alone), or -1 where it
+// launched nothing (the rows condition, or shared memory). Rows per unit: the plan's, halved
+// until a block's shared memory allows 3 blocks per SM (untimed choice; csrc/NOTES.md,
+// forty-seventh session).
+template <typename T, typename W, typename SlotAlloc>
+int64_t backward_rows_words(const Problem& pr, const RowsPlan& plan, const T* dy, const Desc3& dyd,
+                            const T* x, const Desc3& xd, const W* w, T* dx, const Desc3& dxd,
+                            bool want_w, bool want_b, int64_t max_slots, SlotAlloc&& alloc,
+                            cudaStream_t stream, const DevInfo& dev, const Tuning& tune) {
+  if constexpr (sizeof(T) > 4) {
+    return -1;
+  } else {
+    if (tune.rows_words_bwd == 0 || !rows_words_bwd_apply<T>(pr, dy, dyd, x, xd, dx, dxd, want_w)) {
+      return -1;
+    }
+    constexpr int EPW = int(4 / sizeof(T));
+    const bool want_wb = want_w || want_b;
+    RowsBwdArgs<T, W> a{};
+    a.dy = dy;
+    a.x = x;
+    a.w = w;
+    a.dx = dx;
+    a.B = pr.B;
+    a.C = pr.C;
+    a.dysb = dyd.sb;
+    a.dysc = dyd.sc;
+    a.xsb = xd.sb;
+    a.xsc = xd.sc;
+    a.dxsb = dxd.sb;
+    a.dxsc = dxd.sc;
+    a.L = int(pr.L);
+    a.Lo = int(pr.Lo);
+    a.K = int(pr.K);
+    a.pl = int(pr.pl);
+    a.want_x = dx != nullptr;
+    a.want_w = want_w;
+    a.want_b = want_b;
+    a.nvx = int(ceil_div(pr.L, 8));
+    int64_t slots = -1;
+    dispatch_padded_taps(pr.K, [&](auto kp) {
+      constexpr int KP = decltype(kp)::value;
+      if constexpr (KP > 0) {
+        constexpr int NW = rows_window_vecs<KP>();
+        a.sd = int(ceil_div(KP - 1 - pr.pl, EPW) * EPW);
+        a.sx = int(ceil_div(KP - 1, EPW) * EPW);
+        a.nwi = want_wb ? int(ceil_div(a.sd + pr.Lo, 8)) : 0;
+        a.nu = std::max(a.want_x ? a.nvx : 0, a.nwi);
+        a.nd = 8 * (a.nu + NW - 1);
+        a.ldy = int(std::min<int64_t>(pr.Lo, a.nd - a.sd));  // whole words (all even for halves)
+        a.nxb = want_w ? 8 * (a.nwi + NW - 1) : 0;
+        a.lx = want_w ? int(std::min<int64_t>(pr.L, a.nxb - a.sx)) : 0;
+        auto block_bytes = [&](int rpw) {
+          const int64_t per_warp = 2 * int64_t(rpw) * (a.nd + a.nxb) + (a.want_x ? int64_t(rpw) * 8 * a.nvx : 0);
+          return int64_t(kWarps) * per_warp * int64_t(sizeof(T));
+        };
+        const int64_t limit = smem_limit(dev, tune);
+        int rpw = plan.rpw;
+        while (rpw > 1 && block_bytes(rpw) * 3 > limit) rpw = (rpw + 1) / 2;
+        const int64_t smem = block_bytes(rpw);
+        if (smem > limit) return;
+        a.rpw = rpw;
+        a.groups = ceil_div(pr.B, int64_t(rpw));
+        a.units = pr.C * a.groups;
+        if (want_wb) {
+          if (a.groups > max_slots) return;
+          a.part = alloc(a.groups);
+          if (a.part == nullptr) return;
+        }
+        auto kern = &dw_bwd_cf_rows_words_kernel<T, W, KP>;
+        prepare_kernel(kern, smem, dev.device);
+        const RowsWarpRuns runs = rows_warp_runs(a.units, resident_blocks(kern, size_t(smem), dev.device, 4),
+                                                 dev, tune);
+        a.upw = runs.upw;
+        DW_LAUNCH(kern, runs.grid, size_t(smem), stream, a);
+        DW_CHECK_LAUNCH("dw_bwd_cf_rows_kernel/words");
+        slots = want_wb ? a.groups : 0;
+      }
+    });
+    return slots;
   }
 }
 
@@ -922,6 +1022,17 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
                               (!want_x || a.dx_vec == kVecGroup);
     if (rows_wanted<T>(pr, fast, rows_aligned, true, tune)) {
       const RowsPlan plan = rows_plan<T>(pr, dev, tune);
+      // Word-aligned rows: the words backward (word copies, each warp a run of units).
+      A* wpart = nullptr;
+      const int64_t slots = backward_rows_words<T, W>(
+          pr, plan, dy, dyd, x, xd, w, want_x ? dx : nullptr, dxd, want_w, want_b,
+          cap_split(std::numeric_limits<int64_t>::max()),
+          [&](int64_t n) { return wpart = static_cast<A*>(alloc(size_t(n * per_split))); }, stream,
+          dev, tune);
+      if (slots >= 0) {
+        if (want_wb) launch_reduce(wpart, slots);
+        return;
+      }
       const int64_t split = want_wb ? cap_split(plan.split) : plan.split;
       if (split == plan.split) {
         A* part = want_wb ? static_cast<A*>(alloc(size_t(split * per_split))) : nullptr;

@@ -92,6 +92,11 @@ struct RowsBwdArgs {
   int pitch;             // shared elements per row: nd [+ nd for xb] [+ 8 * nvx for dx]
   int64_t per, split;
   bool want_x, want_w, want_b;
+  // The words backward (dw_bwd_cf_rows_words_kernel): dy[j] staged at j + sd and x[i] at i + sx
+  // (whole words), the first ldy / lx elements of their rows copied, staged x rows nxb long (nd:
+  // the dy rows), nwi weight-gradient items per row; units as the words forward's (RowsUnit).
+  int sd, sx, ldy, lx, nxb, nwi;
+  int64_t groups, units, upw;
 };
 
 // 16 bytes of a unit-stride row as raw words: elements [p0, p0 + E) (E = 16 / sizeof(T); row + p0
@@ -470,32 +475,44 @@ struct RowsUnit {
   int64_t c, pb;
 };
 
-// Copies (cp.async, 4 bytes each) x's words of unit u's rows into buf (rows nx apart; word w of a
-// row to elements shift + EPW w).
-template <typename T, typename W>
-DW_DEV void rows_fetch_words(const RowsFwdArgs<T, W>& a, const RowsUnit& u, int nrows, T* buf,
-                             int lane) {
+// Copies (cp.async, 4 bytes each) the first `len` elements (whole words) of nrows rows of src
+// (rows src_pitch apart) into dst (rows dst_pitch apart), element i to i + shift (whole words).
+template <typename T>
+DW_DEV void rows_fetch_words(const T* src, int64_t src_pitch, int nrows, T* dst, int dst_pitch,
+                             int shift, int len, int lane) {
   constexpr int EPW = int(4 / sizeof(T));
-  const int nw = a.lx / EPW;
-  const T* src = a.x + u.pb * a.xsb + u.c * a.xsc;
+  const int nw = len / EPW;
   for (int rr = 0; rr < nrows; ++rr) {
-    const uint32_t* s = reinterpret_cast<const uint32_t*>(src + rr * a.xsb);
-    uint32_t* d = reinterpret_cast<uint32_t*>(buf + rr * a.nx + a.shift);
+    const uint32_t* s = reinterpret_cast<const uint32_t*>(src + rr * src_pitch);
+    uint32_t* d = reinterpret_cast<uint32_t*>(dst + rr * dst_pitch + shift);
     for (int w = lane; w < nw; w += 32) dw_cp_async<4>(d + w, s + w, 4);
   }
 }
 
-// The outputs of unit u's rows (ys, rows 8 * nv apart) stored word by word.
-template <typename T, typename W>
-DW_DEV void rows_store_words(const RowsFwdArgs<T, W>& a, const RowsUnit& u, int nrows, const T* ys,
-                             int lane) {
+// Stores the first `len` elements (whole words) of nrows staged rows (src, rows src_pitch apart)
+// word by word to dst (rows dst_pitch apart).
+template <typename T>
+DW_DEV void rows_store_words(T* dst, int64_t dst_pitch, int nrows, const T* src, int src_pitch,
+                             int len, int lane) {
   constexpr int EPW = int(4 / sizeof(T));
-  const int nw = a.Lo / EPW;
-  T* dst = a.y + u.pb * a.ysb + u.c * a.ysc;
+  const int nw = len / EPW;
   for (int rr = 0; rr < nrows; ++rr) {
-    const uint32_t* s = reinterpret_cast<const uint32_t*>(ys + rr * 8 * a.nv);
-    uint32_t* d = reinterpret_cast<uint32_t*>(dst + rr * a.ysb);
+    const uint32_t* s = reinterpret_cast<const uint32_t*>(src + rr * src_pitch);
+    uint32_t* d = reinterpret_cast<uint32_t*>(dst + rr * dst_pitch);
     for (int w = lane; w < nw; w += 32) d[w] = s[w];
+  }
+}
+
+// Zeroes the words of nrows rows (pitch elements apart, pitch, lo and hi whole words) outside
+// elements [lo, hi): the padding cells of staged rows, which no copy writes.
+template <typename T>
+DW_DEV void rows_zero_pads(T* rows, int nrows, int pitch, int lo, int hi, int lane) {
+  constexpr int EPW = int(4 / sizeof(T));
+  uint32_t* z = reinterpret_cast<uint32_t*>(rows);
+  const int rw = pitch / EPW, wlo = lo / EPW, whi = hi / EPW;
+  for (int i = lane; i < nrows * rw; i += 32) {
+    const int w = i % rw;
+    if (w < wlo || w >= whi) z[i] = 0u;
   }
 }
 
@@ -512,18 +529,15 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
   T* const xs0 = smem_base<T>() + int64_t(warp) * (2 * xbuf + a.rpw * 8 * a.nv);
   T* const ys = xs0 + 2 * xbuf;
   // Zero the padding cells of both buffers: [0, shift) and [shift + lx, nx) of every row.
-  {
-    uint32_t* z = reinterpret_cast<uint32_t*>(xs0);
-    const int rw = a.nx / EPW, lo = a.shift / EPW, hi = (a.shift + a.lx) / EPW;
-    for (int i = lane; i < 2 * a.rpw * rw; i += 32) {
-      const int w = i % rw;
-      if (w < lo || w >= hi) z[i] = 0u;
-    }
-  }
+  rows_zero_pads(xs0, 2 * a.rpw, a.nx, a.shift, a.shift + a.lx, lane);
   const int64_t c0 = u / a.groups;
   RowsUnit cur{c0, (u - c0 * a.groups) * a.rpw};
   auto rows_of = [&](const RowsUnit& t) { return int(t.pb + a.rpw <= a.B ? a.rpw : a.B - t.pb); };
-  rows_fetch_words(a, cur, rows_of(cur), xs0, lane);
+  auto fetch = [&](const RowsUnit& t, T* buf) {
+    rows_fetch_words(a.x + t.pb * a.xsb + t.c * a.xsc, a.xsb, rows_of(t), buf, a.nx, a.shift, a.lx,
+                     lane);
+  };
+  fetch(cur, xs0);
   dw_cp_commit();
   float wr[KP], b;
   rows_load_taps(a, cur.c, wr, b);
@@ -536,7 +550,7 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
       nxt.pb = 0;
       ++nxt.c;
     }
-    if (more) rows_fetch_words(a, nxt, rows_of(nxt), xs0 + (bi ^ 1) * xbuf, lane);
+    if (more) fetch(nxt, xs0 + (bi ^ 1) * xbuf);
     dw_cp_commit();
     dw_cp_wait<1>();  // this unit's copies (all but the newest group) landed
     __syncwarp();     // ... every lane's, and the padding zeroed
@@ -552,10 +566,186 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
       rows_fwd_compute<T, KP, 0>(xs, a.nx, ys, 8 * a.nv, nrows, a.nv, a.K, wr, b, lane);
     }
     __syncwarp();
-    rows_store_words(a, cur, nrows, ys, lane);
+    rows_store_words(a.y + cur.pb * a.ysb + cur.c * a.ysc, a.ysb, nrows, ys, 8 * a.nv, a.Lo, lane);
     if (!more) break;
     if (nxt.c != cur.c) rows_load_taps(a, nxt.c, wr, b);
     __syncwarp();  // ys and this x buffer read by every lane before they are written again
+    cur = nxt;
+    ++u;
+    bi ^= 1;
+  }
+}
+
+// ---- The backward on word-aligned rows (dw_bwd_cf_rows_words_kernel) -------------------------
+// The forward's word copies applied to the backward (same rows condition: dy, x and dx rows start
+// on 4-byte boundaries and hold whole words). dy is staged at dys[j + sd] (sd = D + OD, D = KP - 1
+// - pl as in the index maps above, OD = 0 or 1 so that sd is whole words) and x at xbs[i + sx] (sx
+// = KP - 1 + OX, OX likewise). Then, for output item u (8 consecutive positions):
+//   dx[8u + e] = sum_k w[k] dys[8u + e + OD + KP - 1 - k]
+//   dw[k]     += sum_e dys[8u + e] xbs[8u + e + k + OX - OD]     (items over dys's whole row)
+//   db        += sum_e dys[8u + e]
+// Both read aligned dy vectors from 8u, at the compile-time offsets OD and DX = OX - OD
+// (float32: 0 and 0; half types: (0, 1) or (1, 0) by pl's parity). Units, runs per warp and the
+// two buffer sets are as in the words forward. Each unit's dw / db sums (a fixed lane order, then a
+// butterfly) go to their own slot, part[group][K + 1][C] (group = the unit's batch rows / rpw), so
+// the sums never depend on how units are spread over warps; dw_reduce_kernel adds the groups.
+// Shared memory per warp: two buffer sets (rpw dy rows of nd, then rpw x rows of nxb when dw is
+// wanted), then rpw dx rows of 8 * nvx when dx is wanted. Only the part of dy's row that some
+// item reads is copied (ldy < Lo where dx alone is wanted and the right padding is long).
+
+// The items of one unit's rows: dx into dxs (rows 8 * nvx apart), dw / db into the lane's sums.
+template <typename T, int KP, int OD, int DX>
+DW_DEV void rows_bwd_words_compute(const T* dys, int dpitch, const T* xbs, int xpitch, T* dxs,
+                                   int nrows, int nu, int nvx, int nwi, int K, bool want_x,
+                                   bool want_w, bool want_b, const float (&wf)[KP],
+                                   float (&accw)[KP], float& accb, int lane) {
+  constexpr int NW = rows_window_vecs<KP>();
+  static_assert(8 + KP - 1 + OD <= 8 * NW && 8 + KP - 1 + DX <= 8 * NW,
+                "the windows' vectors cover the offsets");
+  int rr = lane / nu, u = lane - rr * nu;
+  while (rr < nrows) {
+    const T* drow = dys + rr * dpitch + 8 * u;
+    if (want_x && u < nvx) {
+      float win[8 * NW];
+      rows_window<T, NW>(drow, win);
+      float acc[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[e] = 0.f;
+#pragma unroll
+      for (int k = 0; k < KP; ++k) {  // tap k at window offset OD + KP - 1 - k
+        if (k >= K) break;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[e] = fmaf(wf[KP - 1 - k], win[e + OD + KP - 1 - k], acc[e]);
+      }
+      rows_put8<T>(dxs + rr * 8 * nvx + 8 * u, acc);
+    }
+    if (u < nwi) {
+      float d8[8];  // read again: keeping the dx window live through here costs registers
+      rows_window<T, 1>(drow, d8);
+      if (want_w) {
+        float xw[8 * NW];
+        rows_window<T, NW>(xbs + rr * xpitch + 8 * u, xw);
+#pragma unroll
+        for (int k = 0; k < KP; ++k) {
+          if (k >= K) break;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) accw[k] = fmaf(d8[e], xw[e + k + DX], accw[k]);
+        }
+      }
+      if (want_b) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) accb += d8[e];
+      }
+    }
+    u += 32;
+    while (u >= nu) {
+      u -= nu;
+      ++rr;
+    }
+  }
+}
+
+template <typename T, typename W, int KP>
+__global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const RowsBwdArgs<T, W> a) {
+  static_assert(sizeof(T) <= 4, "float, half or bfloat16 activations");
+  constexpr int EPW = int(4 / sizeof(T));
+  const int warp = int(threadIdx.x) / 32;
+  const int lane = int(threadIdx.x) % 32;
+  int64_t u = (int64_t(blockIdx.x) * kWarps + warp) * a.upw;
+  const int64_t u_end = u + a.upw < a.units ? u + a.upw : a.units;
+  if (u >= u_end) return;
+  const bool want_wb = a.want_w || a.want_b;
+  const int xrows = a.want_w ? a.rpw * a.nxb : 0;
+  const int set = a.rpw * a.nd + xrows;  // elements of one buffer set
+  T* const base = smem_base<T>() + int64_t(warp) * (2 * set + (a.want_x ? a.rpw * 8 * a.nvx : 0));
+  T* const dxs = base + 2 * set;
+  // The padding cells of both sets: dy rows outside [sd, sd + ldy), x rows outside [sx, sx + lx).
+  rows_zero_pads(base, a.rpw, a.nd, a.sd, a.sd + a.ldy, lane);
+  rows_zero_pads(base + set, a.rpw, a.nd, a.sd, a.sd + a.ldy, lane);
+  if (a.want_w) {
+    rows_zero_pads(base + a.rpw * a.nd, a.rpw, a.nxb, a.sx, a.sx + a.lx, lane);
+    rows_zero_pads(base + set + a.rpw * a.nd, a.rpw, a.nxb, a.sx, a.sx + a.lx, lane);
+  }
+  const int64_t c0 = u / a.groups;
+  RowsUnit cur{c0, (u - c0 * a.groups) * a.rpw};
+  auto rows_of = [&](const RowsUnit& t) { return int(t.pb + a.rpw <= a.B ? a.rpw : a.B - t.pb); };
+  auto fetch = [&](const RowsUnit& t, T* buf) {
+    const int n = rows_of(t);
+    rows_fetch_words(a.dy + t.pb * a.dysb + t.c * a.dysc, a.dysb, n, buf, a.nd, a.sd, a.ldy, lane);
+    if (a.want_w) {
+      rows_fetch_words(a.x + t.pb * a.xsb + t.c * a.xsc, a.xsb, n, buf + a.rpw * a.nd, a.nxb, a.sx,
+                       a.lx, lane);
+    }
+  };
+  float wf[KP];  // flipped: wf[m] = w[KP - 1 - m]
+  auto load_taps = [&](int64_t c) {
+#pragma unroll
+    for (int m = 0; m < KP; ++m) {
+      wf[m] = (a.want_x && m >= KP - a.K) ? float(in_cvt(a.w[c * a.K + (KP - 1 - m)])) : 0.f;
+    }
+  };
+  fetch(cur, base);
+  dw_cp_commit();
+  load_taps(cur.c);
+  int bi = 0;
+  while (true) {
+    const bool more = u + 1 < u_end;
+    RowsUnit nxt = cur;
+    nxt.pb += a.rpw;
+    if (nxt.pb >= a.B) {
+      nxt.pb = 0;
+      ++nxt.c;
+    }
+    if (more) fetch(nxt, base + (bi ^ 1) * set);
+    dw_cp_commit();
+    dw_cp_wait<1>();  // this unit's copies (all but the newest group) landed
+    __syncwarp();     // ... every lane's, and the padding zeroed
+    const int nrows = rows_of(cur);
+    const T* dys = base + bi * set;
+    const T* xbs = dys + a.rpw * a.nd;
+    float accw[KP];
+#pragma unroll
+    for (int k = 0; k < KP; ++k) accw[k] = 0.f;
+    float accb = 0.f;
+    const int od = a.sd - (KP - 1 - a.pl);
+    if constexpr (EPW == 2) {
+      if (od != 0) {
+        rows_bwd_words_compute<T, KP, 1, 0>(dys, a.nd, xbs, a.nxb, dxs, nrows, a.nu, a.nvx, a.nwi,
+                                            a.K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
+      } else {
+        rows_bwd_words_compute<T, KP, 0, 1>(dys, a.nd, xbs, a.nxb, dxs, nrows, a.nu, a.nvx, a.nwi,
+                                            a.K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
+      }
+    } else {
+      rows_bwd_words_compute<T, KP, 0, 0>(dys, a.nd, xbs, a.nxb, dxs, nrows, a.nu, a.nvx, a.nwi,
+                                          a.K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
+    }
+    if (want_wb) {
+      // The unit's sums: a butterfly per value, then lane t writes value t to the unit's slot.
+#pragma unroll
+      for (int k = 0; k < KP; ++k) {
+        if (k < a.K) {
+#pragma unroll
+          for (int o = 16; o > 0; o >>= 1) accw[k] += __shfl_xor_sync(0xffffffffu, accw[k], o);
+        }
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) accb += __shfl_xor_sync(0xffffffffu, accb, o);
+      float* slot = a.part + (cur.pb / a.rpw) * (a.K + 1) * a.C + cur.c;
+#pragma unroll
+      for (int k = 0; k < KP; ++k) {
+        if (lane == k && k < a.K) slot[int64_t(k) * a.C] = a.want_w ? accw[k] : 0.f;
+      }
+      if (lane == 31) slot[int64_t(a.K) * a.C] = a.want_b ? accb : 0.f;
+    }
+    __syncwarp();
+    if (a.want_x) {
+      rows_store_words(a.dx + cur.pb * a.dxsb + cur.c * a.dxsc, a.dxsb, nrows, dxs, 8 * a.nvx, a.L,
+                       lane);
+    }
+    if (!more) break;
+    if (nxt.c != cur.c) load_taps(nxt.c);
+    __syncwarp();  // dxs and this buffer set read by every lane before they are written again
     cur = nxt;
     ++u;
     bi ^= 1;

@@ -1035,13 +1035,15 @@ int main_impl(int argc, char** argv) {
         cs.expect_fwd = "dw_fwd_cf_rows_kernel";
         cs.expect_bwd = "dw_bwd_cf_rows_kernel";
         cs.tune.rows_words = 0;
+        cs.tune.rows_words_bwd = 0;
         cs.tune.rows_db = 0;  // single-buffered forward (SEPCONV1D_DW_ROWS_DB=0)
         run(cs, rows_types[(idx + pi) % 5]);
         cs.tune.rows_db = 1;  // the double-buffered forward (SEPCONV1D_DW_ROWS_DB=1)
         run(cs, rows_types[(idx + pi + 1) % 5]);
-        // The words forward (SEPCONV1D_DW_ROWS_WORDS=1) where the rows are word-aligned: float32
-        // always, half types where the length and the offsets are even.
+        // The words forward and backward (SEPCONV1D_DW_ROWS_WORDS=1) where the rows are
+        // word-aligned: float32 always, half types where the lengths and the offsets are even.
         cs.tune.rows_words = 1;
+        cs.tune.rows_words_bwd = 1;
         run(cs, rows_types[(idx + pi + 2) % 5]);
         ++idx;
       }
@@ -1053,18 +1055,29 @@ int main_impl(int argc, char** argv) {
     fc.expect_bwd = "dw_bwd_cf_rows_kernel";
     run(fc, 1);
     run(fc, 0);
-    // The words forward by default on word-aligned rows: FastConformer's (pl 8), Citrinet's (odd
-    // pl 5: the windows one element into their vectors) and rows of an odd length in float32.
+    // The words forward and backward by default on word-aligned rows: FastConformer's (pl 8: the
+    // backward's dy one element into its vectors), Citrinet's (odd pl 5: the forward's windows one
+    // element in, the backward's x windows), rows of an odd length in float32, and each gradient
+    // alone (dx only: dy's rows cut to what dx reads, with a long right pad).
     Case fw{5, 3, 210, 9, 1, 1, 8, 0, true, L_CF, L_CF, 0, 0, Tuning{}};
     fw.expect_fwd = "dw_fwd_cf_rows_kernel/words";
+    fw.expect_bwd = "dw_bwd_cf_rows_kernel/words";
     run(fw, 1);
     run(fw, 0);
     Case cw{3, 4, 250, 11, 1, 1, 5, 5, true, L_CF, L_CF, 2, 2, Tuning{}};
     cw.expect_fwd = "dw_fwd_cf_rows_kernel/words";
+    cw.expect_bwd = "dw_bwd_cf_rows_kernel/words";
     run(cw, 2);
     Case ow{6, 2, 77, 7, 1, 1, 3, 3, false, L_CF, L_CF, 1, 0, Tuning{}};
     ow.expect_fwd = "dw_fwd_cf_rows_kernel/words";
+    ow.expect_bwd = "dw_bwd_cf_rows_kernel/words";
     run(ow, 0);
+    for (int grads : {1, 2, 4}) {
+      Case gw{7, 3, 96, 5, 1, 1, 2, 20, true, L_CF, L_CF, 0, 0, Tuning{}};
+      gw.grads = grads;
+      gw.expect_bwd = "dw_bwd_cf_rows_kernel/words";
+      run(gw, grads == 2 ? 1 : 0);
+    }
     Case k33{2, 2, 100, 33, 1, 1, 16, 16, true, L_CF, L_CF, 0, 0, Tuning{}};
     k33.tune.rows = 1;
     run(k33, 2);
