@@ -294,25 +294,31 @@ bool rows_apply(const Problem& pr, bool fast) {
 }
 
 // Where the rows kernels measured faster than the kernel the problem takes otherwise (H200,
-// scripts/depthwise_rows_ab.py, csrc/NOTES.md, thirty-ninth session). `aligned`: the rows of
-// every tensor read or written are 16-byte aligned (the register-direct kernels' condition).
-//   rows of at most 128: always (B512 C512 L64 K3: forward 1.3-1.5x, backward 1.1-1.4x);
-//   up to 256, not aligned: FastConformer L210 K9 forward 1.9-2.9x, backward 1.6-1.8x, Citrinet L250
-//     K11 2.3-2.9x / 1.4-2.1x (aligned rows of 256 keep the register-direct kernels, 1.2-1.8x faster);
-//   half types, forward, up to 1024, not aligned or K not compiled: 1.03-1.25x (Conformer L500 K31,
-//     L835 / 1023 K9, L1024 K7); the half-type backward beyond 256 stays on the tensor-core kernels
-//     (Conformer K31 0.57x);
-//   float32, run-time K on rows that are not aligned: forward to 2048 (Conformer 1.26x, L2047 K15
-//     1.49x), backward to 512 (Conformer 1.53x; L2047 K15 0.59x).
+// scripts/depthwise_rows_ab.py, csrc/NOTES.md, thirty-ninth and forty-sixth sessions). `aligned`:
+// the rows of every tensor read or written are 16-byte aligned (the register-direct kernels'
+// condition).
+//   forward, rows of at most 256: always (with the words kernel: FastConformer L210 K9 bf16 3.8x,
+//     float32 2.7x; Citrinet L250 K11 3.3x / 3.0x; L64 K3 3.4x / 2.2x; aligned L256 K5 1.5x / 1.03x);
+//   forward, longer rows that are not aligned or whose K is not compiled: half types up to 1024
+//     (Conformer L500 K31 1.3x, L835 / 1023 K9 1.4x, Vocos L1024 K7 1.4x; L2047 K15 0.89x), float32
+//     up to 2048 (Conformer 1.6x, L835 K9 1.3x, Vocos 1.2x, L1023 K9 1.03x, L2047 K15 2.2x); aligned
+//     rows with a compiled K keep the register-direct kernels (L2048 K9 0.68x / 0.61x);
+//   backward: rows of at most 128, or up to 256 not aligned (FastConformer 2.0x, Citrinet 1.5x,
+//     L64 K3 1.4x; aligned L256 K5 0.85x); float32 also up to 512 not aligned with K not compiled
+//     (Conformer 1.5x; L835 K9 0.76x); the half-type backward beyond 256 stays on the tensor-core
+//     kernels (Conformer K31 0.57x).
 // SEPCONV1D_DW_ROWS (Tuning::rows) overrides.
 template <typename T>
 bool rows_preferred(const Problem& pr, bool aligned, bool backward) {
   const int64_t len = std::max(pr.L, pr.Lo);
   bool compiled = false;
   dispatch_kernel_size(pr.K, [&](auto kc) { compiled = decltype(kc)::value > 0; });
-  if (len <= 128 || (!aligned && len <= 256)) return true;
-  if (sizeof(T) == 2) return !backward && len <= 1024 && (!aligned || !compiled);
-  return !aligned && !compiled && len <= (backward ? 512 : kRowsMaxLen);
+  if (backward) {
+    if (len <= 128 || (!aligned && len <= 256)) return true;
+    return sizeof(T) == 4 && !aligned && !compiled && len <= 512;
+  }
+  if (len <= 256) return true;
+  return (!aligned || !compiled) && len <= (sizeof(T) == 2 ? 1024 : kRowsMaxLen);
 }
 
 // Where the double-buffered rows forward (the next pass's rows fetched by cp.async while this pass
