@@ -277,7 +277,7 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words):
 @pytest.mark.parametrize("dtype,length,offset,k,left,words", [
     (torch.bfloat16, 210, 0, 9, 8, True),    # FastConformer: word-aligned rows, even pad_left
     (torch.float16, 250, 0, 11, 5, True),    # Citrinet: odd pad_left (windows one element in)
-    (torch.bfloat16, 250, 1, 11, 5, None),   # x one element in: words only where x is not read
+    (torch.bfloat16, 250, 1, 11, 5, False),  # rows one element in: not word-aligned
     (torch.bfloat16, 211, 0, 11, 5, False),  # odd length: rows alternate parity
     (torch.float32, 211, 1, 11, 5, True),    # float32 rows are always whole words
 ], ids=["bf16-L210", "fp16-L250-odd-pad", "bf16-offset", "bf16-odd-L", "fp32-odd-L"])
