@@ -551,9 +551,9 @@ bool backward_rows(const Problem& pr, const RowsPlan& plan, const T* dy, const D
 // The words backward: dx (when dx != nullptr) and the dw / db sums of each unit into its own slot
 // of part ([groups][K+1][C], from alloc(slots) where want_w || want_b; nullptr there, or more slots
 // than max_slots, launches nothing). Returns the slots written (0 for dx alone), or -1 where it
-// launched nothing (the rows condition, or shared memory). Rows per unit: the plan's, halved
-// until a block's shared memory allows 3 blocks per SM (untimed choice; csrc/NOTES.md,
-// forty-seventh session).
+// launched nothing (the rows condition, or shared memory). Rows per unit: about 512 outputs
+// (SEPCONV1D_DW_ROWS_SPAN overrides), halved until a block's shared memory allows 3 blocks per SM
+// (csrc/NOTES.md, forty-seventh and forty-eighth sessions).
 template <typename T, typename W, typename SlotAlloc>
 int64_t backward_rows_words(const Problem& pr, const RowsPlan& plan, const T* dy, const Desc3& dyd,
                             const T* x, const Desc3& xd, const W* w, T* dx, const Desc3& dxd,
@@ -606,7 +606,11 @@ int64_t backward_rows_words(const Problem& pr, const RowsPlan& plan, const T* dy
           return int64_t(kWarps) * per_warp * int64_t(sizeof(T));
         };
         const int64_t limit = smem_limit(dev, tune);
-        int rpw = plan.rpw;
+        // About 512 outputs per warp pass at every length and type: the half-type rule's 2048 at
+        // rows of at most 256 lost here (H100, FastConformer bf16: 104 us at 2048, 79 at 512).
+        const int64_t len = std::max<int64_t>(std::max(pr.L, pr.Lo), 1);
+        int rpw = tune.rows_span > 0 ? plan.rpw
+                                     : int(clamp64(ceil_div(int64_t(512), len), 1, kRowsMaxRowsPerWarp));
         while (rpw > 1 && block_bytes(rpw) * 3 > limit) rpw = (rpw + 1) / 2;
         const int64_t smem = block_bytes(rpw);
         if (smem > limit) return;
