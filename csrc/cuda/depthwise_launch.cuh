@@ -487,6 +487,35 @@ bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, co
   }
 }
 
+// The arguments both rows backwards share: pointers, sizes, strides and what is wanted.
+template <typename T, typename W>
+RowsBwdArgs<T, W> rows_bwd_args(const Problem& pr, const T* dy, const Desc3& dyd, const T* x,
+                                const Desc3& xd, const W* w, T* dx, const Desc3& dxd, bool want_w,
+                                bool want_b) {
+  RowsBwdArgs<T, W> a{};
+  a.dy = dy;
+  a.x = x;
+  a.w = w;
+  a.dx = dx;
+  a.B = pr.B;
+  a.C = pr.C;
+  a.dysb = dyd.sb;
+  a.dysc = dyd.sc;
+  a.xsb = xd.sb;
+  a.xsc = xd.sc;
+  a.dxsb = dxd.sb;
+  a.dxsc = dxd.sc;
+  a.L = int(pr.L);
+  a.Lo = int(pr.Lo);
+  a.K = int(pr.K);
+  a.pl = int(pr.pl);
+  a.want_x = dx != nullptr;
+  a.want_w = want_w;
+  a.want_b = want_b;
+  a.nvx = int(ceil_div(pr.L, 8));
+  return a;
+}
+
 // dx (when dx != nullptr) and the partial sums of dw / db (into part: [split][K+1][C], when
 // want_wb) of the rows kernel; false (nothing launched) where its shared memory does not fit.
 template <typename T, typename W>
@@ -497,33 +526,13 @@ bool backward_rows(const Problem& pr, const RowsPlan& plan, const T* dy, const D
   if constexpr (sizeof(T) > 4) {
     return false;
   } else {
-    RowsBwdArgs<T, W> a{};
-    a.dy = dy;
-    a.x = x;
-    a.w = w;
-    a.dx = dx;
+    RowsBwdArgs<T, W> a = rows_bwd_args(pr, dy, dyd, x, xd, w, dx, dxd, want_w, want_b);
     a.part = part;
     std::tie(a.dy_lo, a.dy_hi) = view_extent(dy, dyd, pr.B, pr.C, pr.Lo);
     if (want_w) std::tie(a.x_lo, a.x_hi) = view_extent(x, xd, pr.B, pr.C, pr.L);
-    a.B = pr.B;
-    a.C = pr.C;
-    a.dysb = dyd.sb;
-    a.dysc = dyd.sc;
-    a.xsb = xd.sb;
-    a.xsc = xd.sc;
-    a.dxsb = dxd.sb;
-    a.dxsc = dxd.sc;
-    a.L = int(pr.L);
-    a.Lo = int(pr.Lo);
-    a.K = int(pr.K);
-    a.pl = int(pr.pl);
     a.rpw = plan.rpw;
     a.per = plan.per;
     a.split = plan.split;
-    a.want_x = dx != nullptr;
-    a.want_w = want_w;
-    a.want_b = want_b;
-    a.nvx = int(ceil_div(pr.L, 8));
     const int64_t grid = std::min<int64_t>(pr.C * plan.split, std::min<int64_t>(tune.max_grid, INT_MAX));
     bool launched = false;
     dispatch_padded_taps(pr.K, [&](auto kp) {
@@ -567,27 +576,7 @@ int64_t backward_rows_words(const Problem& pr, const RowsPlan& plan, const T* dy
     }
     constexpr int EPW = int(4 / sizeof(T));
     const bool want_wb = want_w || want_b;
-    RowsBwdArgs<T, W> a{};
-    a.dy = dy;
-    a.x = x;
-    a.w = w;
-    a.dx = dx;
-    a.B = pr.B;
-    a.C = pr.C;
-    a.dysb = dyd.sb;
-    a.dysc = dyd.sc;
-    a.xsb = xd.sb;
-    a.xsc = xd.sc;
-    a.dxsb = dxd.sb;
-    a.dxsc = dxd.sc;
-    a.L = int(pr.L);
-    a.Lo = int(pr.Lo);
-    a.K = int(pr.K);
-    a.pl = int(pr.pl);
-    a.want_x = dx != nullptr;
-    a.want_w = want_w;
-    a.want_b = want_b;
-    a.nvx = int(ceil_div(pr.L, 8));
+    RowsBwdArgs<T, W> a = rows_bwd_args(pr, dy, dyd, x, xd, w, dx, dxd, want_w, want_b);
     int64_t slots = -1;
     dispatch_padded_taps(pr.K, [&](auto kp) {
       constexpr int KP = decltype(kp)::value;

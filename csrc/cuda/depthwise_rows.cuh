@@ -475,6 +475,16 @@ struct RowsUnit {
   int64_t c, pb;
 };
 
+// The unit after t in a warp's run: the next rpw batch rows of t's channel, or the next channel's first.
+DW_DEV RowsUnit rows_next_unit(RowsUnit t, int rpw, int64_t B) {
+  t.pb += rpw;
+  if (t.pb >= B) {
+    t.pb = 0;
+    ++t.c;
+  }
+  return t;
+}
+
 // Copies (cp.async, 4 bytes each) the first `len` elements (whole words) of nrows rows of src
 // (rows src_pitch apart) into dst (rows dst_pitch apart), element i to i + shift (whole words).
 template <typename T>
@@ -544,12 +554,7 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
   int bi = 0;
   while (true) {
     const bool more = u + 1 < u_end;
-    RowsUnit nxt = cur;
-    nxt.pb += a.rpw;
-    if (nxt.pb >= a.B) {
-      nxt.pb = 0;
-      ++nxt.c;
-    }
+    const RowsUnit nxt = rows_next_unit(cur, a.rpw, a.B);
     if (more) fetch(nxt, xs0 + (bi ^ 1) * xbuf);
     dw_cp_commit();
     dw_cp_wait<1>();  // this unit's copies (all but the newest group) landed
@@ -690,12 +695,7 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
   int bi = 0;
   while (true) {
     const bool more = u + 1 < u_end;
-    RowsUnit nxt = cur;
-    nxt.pb += a.rpw;
-    if (nxt.pb >= a.B) {
-      nxt.pb = 0;
-      ++nxt.c;
-    }
+    const RowsUnit nxt = rows_next_unit(cur, a.rpw, a.B);
     if (more) fetch(nxt, base + (bi ^ 1) * set);
     dw_cp_commit();
     dw_cp_wait<1>();  // this unit's copies (all but the newest group) landed
