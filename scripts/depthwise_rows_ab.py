@@ -7,13 +7,15 @@ long `torch.cuda._sleep`, so host overhead does not enter. Before timing, each d
 checked against a float64 reference with both settings (a quick guard; the test suite's
 test_short_rows_kernel is the real check).
 
-    python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps] [db] [words] [words_bwd]
+    python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps] [db] [words] [words_bwd] [span]
     # default: the first two
     # db: the rows forward double-buffered (SEPCONV1D_DW_ROWS_DB=1) against single-buffered (=0)
     # words: the rows forward by word copies where rows are word-aligned (SEPCONV1D_DW_ROWS_WORDS=1)
     #   against the library's other rows forwards (=0)
     # words_bwd: the rows backward by word copies (SEPCONV1D_DW_ROWS_WORDS_BWD=1) against the
     #   rows backward by 16-byte staging (=0), all three gradients
+    # span: the rows forward and backward (rows forced on) at the library's outputs per warp pass
+    #   against SEPCONV1D_DW_ROWS_SPAN = 256, 1024 and 2048
     # JSON to $OUT/depthwise_rows_ab.json (default /tmp)
 """
 
@@ -151,9 +153,8 @@ def time_forward_switch(name, b, c, length, k, pl, pr, dtype, switch, fixed) -> 
     return row
 
 
-def time_backward_switch(name, b, c, length, k, pl, pr, dtype, switch) -> dict:
-    """The rows backward (rows forced on; dx, dw and db) with the variable `switch` at "1" against
-    "0", each checked against float64 autograd first."""
+def backward_problem(b, c, length, k, pl, pr, dtype):
+    """Three input sets x and dy, a weight, and float64 autograd's dx and dw for the first set."""
     xs = [torch.randn(b, c, length, device="cuda", dtype=dtype) for _ in range(3)]
     lo = length + pl + pr - k + 1
     gs = [torch.randn(b, c, lo, device="cuda", dtype=dtype) for _ in range(3)]
@@ -162,6 +163,13 @@ def time_backward_switch(name, b, c, length, k, pl, pr, dtype, switch) -> dict:
     w64 = w.double().requires_grad_(True)
     y64 = F.conv1d(F.pad(x64, (pl, pr)), w64.unsqueeze(1), groups=c)
     refs = torch.autograd.grad(y64, (x64, w64), gs[0].double())
+    return xs, gs, w, refs
+
+
+def time_backward_switch(name, b, c, length, k, pl, pr, dtype, switch) -> dict:
+    """The rows backward (rows forced on; dx, dw and db) with the variable `switch` at "1" against
+    "0", each checked against float64 autograd first."""
+    xs, gs, w, refs = backward_problem(b, c, length, k, pl, pr, dtype)
     os.environ["SEPCONV1D_DW_ROWS"] = "1"
     row = {"case": name, "dtype": str(dtype).split(".")[-1], "B": b, "C": c, "L": length, "K": k,
            "switch": switch}
@@ -179,10 +187,38 @@ def time_backward_switch(name, b, c, length, k, pl, pr, dtype, switch) -> dict:
     return row
 
 
+SPANS = ("256", "1024", "2048")
+
+
+def time_span(name, b, c, length, k, pl, pr, dtype) -> dict:
+    """The rows kernels (rows forced on), forward and backward (dx, dw and db), at the library's
+    outputs per warp pass (SEPCONV1D_DW_ROWS_SPAN unset) and at each of SPANS, each span's
+    backward checked against float64 autograd first."""
+    xs, gs, w, refs = backward_problem(b, c, length, k, pl, pr, dtype)
+    fwd = lambda i: ops.depthwise_conv1d(xs[i], w, None, 1, pl, pr, 1)  # noqa: E731
+    bwd = lambda i: ops.depthwise_conv1d_backward(gs[i], xs[i], w, 1, pl, pr, 1, True, True, True)  # noqa: E731
+    row = {"case": name, "dtype": str(dtype).split(".")[-1], "B": b, "C": c, "L": length, "K": k}
+    os.environ["SEPCONV1D_DW_ROWS"] = "1"
+    try:
+        for span in (None, *SPANS):
+            label = span or "default"
+            got = with_env("SEPCONV1D_DW_ROWS_SPAN", span, bwd, timed=False)
+            row[f"err_{label}"] = max(rel_err(got[0], refs[0]), rel_err(got[1], refs[1]))
+            row[f"fwd_{label}"] = with_env("SEPCONV1D_DW_ROWS_SPAN", span, fwd)
+            row[f"bwd_{label}"] = with_env("SEPCONV1D_DW_ROWS_SPAN", span, bwd)
+    finally:
+        os.environ.pop("SEPCONV1D_DW_ROWS", None)
+    cells = "  ".join(f"{lab} {row['fwd_' + lab]:6.1f}/{row['bwd_' + lab]:6.1f}" for lab in ("default", *SPANS))
+    err = max(row[f"err_{lab}"] for lab in ("default", *SPANS))
+    print(f"{name:17s} {row['dtype']:9s} fwd/bwd us by span: {cells}  err {err:.1e}", flush=True)
+    return row
+
+
 def main() -> None:
     torch.backends.cudnn.allow_tf32 = True
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
-               "depthwise": [], "separable": [], "double_buffered": [], "words": [], "words_bwd": []}
+               "depthwise": [], "separable": [], "double_buffered": [], "words": [], "words_bwd": [],
+               "span": []}
     parts = set(sys.argv[1:]) or {"depthwise", "steps"}
     for dtype in (torch.bfloat16, torch.float32) if "db" in parts else ():
         for case in DEPTHWISE:
@@ -194,6 +230,9 @@ def main() -> None:
     for dtype in (torch.bfloat16, torch.float32) if "words_bwd" in parts else ():
         for case in DEPTHWISE:
             results["words_bwd"].append(time_backward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_WORDS_BWD"))
+    for dtype in (torch.bfloat16, torch.float32) if "span" in parts else ():
+        for case in DEPTHWISE:
+            results["span"].append(time_span(*case, dtype))
     for dtype in (torch.bfloat16, torch.float32) if "depthwise" in parts else ():
         for case in DEPTHWISE:
             results["depthwise"].append(time_depthwise(*case, dtype))
