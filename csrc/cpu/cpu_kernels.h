@@ -777,6 +777,24 @@ constexpr int64_t gemm_nr() {
   return (VB == 64 ? 4 : 2) * (VB / static_cast<int>(sizeof(T)));
 }
 
+// B's kl x NR block at b (rows ldb apart) as the micro-kernel reads it: copied into a contiguous
+// micro-panel (rows NR apart) where at least kPackPanels row panels of A will read it, else in place.
+// Packed, the micro-kernel walks one stream instead of kl rows a page apart each (the backward's H^T
+// and dy tiles: rows of 1-4 KB); the copy is bit-neutral. Citrinet's float32 separable backward on
+// a 2-core Sapphire Rapids VM: 53-55 -> 47-53 ms on one thread (csrc/NOTES.md, forty-eighth session).
+constexpr int64_t kPackPanels = 4;
+
+template <typename T, int64_t NR>
+SC_INLINE const T* b_panel(const T* b, int64_t ldb, int64_t kl, bool pack, T* dst, int64_t& ld) {
+  if (!pack) {
+    ld = ldb;
+    return b;
+  }
+  for (int64_t k = 0; k < kl; ++k) std::memcpy(dst + k * NR, b + k * ldb, NR * sizeof(T));
+  ld = NR;
+  return dst;
+}
+
 template <typename T>
 struct GemmOp {
   template <int VB>
@@ -793,15 +811,19 @@ struct GemmOp {
       }
       return;
     }
+    alignas(64) T bpanel[kKC * NR];
+    const bool pack = Mb >= kPackPanels;
     for (int64_t k0 = 0; k0 < Kd; k0 += kKC) {
       const int64_t kl = std::min(kKC, Kd - k0);
       const bool init = (k0 == 0) && !accumulate;
       for (int64_t n0 = 0; n0 < Np; n0 += NR) {
+        int64_t lb = 0;
+        const T* bp = b_panel<T, NR>(B + k0 * ldb + n0, ldb, kl, pack, bpanel, lb);
         for (int64_t mb = 0; mb < Mb; ++mb) {
           const T* panel = Ap + mb * kMR * Kd + k0 * kMR;
           const T* rows[kMR];
           for (int r = 0; r < kMR; ++r) rows[r] = panel + r;
-          gemm_micro_for<kMR, VB>(rows, kMR, B + k0 * ldb + n0, ldb, C + mb * kMR * ldc + n0, ldc, kl, init,
+          gemm_micro_for<kMR, VB>(rows, kMR, bp, lb, C + mb * kMR * ldc + n0, ldc, kl, init,
                                   bias ? bias + mb * kMR : nullptr);
         }
       }
@@ -824,20 +846,23 @@ struct GemmRowsOp {
     const int64_t Mb = ceil_div(M, kMR);
     const int64_t Np = round_up(N, NR);
     if (Kd == 0 && accumulate) return;
+    alignas(64) T bpanel[kKC * NR];
+    const bool pack = Mb >= kPackPanels;
     for (int64_t k0 = 0; k0 < std::max<int64_t>(Kd, 1); k0 += kKC) {
       const int64_t kl = std::max<int64_t>(0, std::min(kKC, Kd - k0));
       const bool init = k0 == 0 && !accumulate;
       for (int64_t n0 = 0; n0 < Np; n0 += NR) {
+        int64_t lb = 0;
+        const T* b = b_panel<T, NR>(B + k0 * ldb + n0, ldb, kl, pack, bpanel, lb);
         for (int64_t mb = 0; mb < Mb; ++mb) {
           const T* rows[kMR];
           for (int r = 0; r < kMR; ++r) rows[r] = A + std::min(mb * kMR + r, M - 1) * rs + k0 * ks;
           T* c = C + mb * kMR * ldc + n0;
-          const T* b = B + k0 * ldb + n0;
           const T* bp = bias ? bias + mb * kMR : nullptr;
           if (ks == 1) {
-            gemm_micro_for<1, VB>(rows, 1, b, ldb, c, ldc, kl, init, bp);
+            gemm_micro_for<1, VB>(rows, 1, b, lb, c, ldc, kl, init, bp);
           } else {
-            gemm_micro_for<0, VB>(rows, ks, b, ldb, c, ldc, kl, init, bp);
+            gemm_micro_for<0, VB>(rows, ks, b, lb, c, ldc, kl, init, bp);
           }
         }
       }
