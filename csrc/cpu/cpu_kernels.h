@@ -779,9 +779,9 @@ constexpr int64_t gemm_nr() {
 
 // B's kl x NR block at b (rows ldb apart) as the micro-kernel reads it: copied into a contiguous
 // micro-panel (rows NR apart) where at least kPackPanels row panels of A will read it, else in place.
-// Packed, the micro-kernel walks one stream instead of kl rows a page apart each (the backward's H^T
-// and dy tiles: rows of 1-4 KB); the copy is bit-neutral. Citrinet's float32 separable backward on
-// a 2-core Sapphire Rapids VM: 53-55 -> 47-53 ms on one thread (csrc/NOTES.md, forty-eighth session).
+// Packed, the micro-kernel walks one stream instead of kl rows 1-4 KB apart (the backward's H^T and
+// dy tiles); the values are unchanged. Citrinet's float32 separable backward on a 2-core Sapphire
+// Rapids VM: 25.5 -> 20.1 ms (csrc/NOTES.md, forty-eighth session).
 constexpr int64_t kPackPanels = 4;
 
 template <typename T, int64_t NR>
