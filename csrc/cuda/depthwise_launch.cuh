@@ -362,14 +362,20 @@ inline RowsWarpRuns rows_warp_runs(int64_t units, int64_t per_sm, const DevInfo&
   return runs(pick);
 }
 
+// Whether every row of a (B, C, len) view starts on a 4-byte boundary (for half types: an aligned
+// base and even batch / channel strides; float32 rows always do). Whole words also need even
+// lengths, which the callers test.
+template <typename T>
+bool word_rows(const T* p, const Desc3& d) {
+  return sizeof(T) == 4 || (ptr_aligned(p, 4) && d.sb % 2 == 0 && d.sc % 2 == 0);
+}
+
 // Whether the words forward (dw_fwd_cf_rows_words_kernel) applies: every row of x and y starts on
 // a 4-byte boundary and, for half types, rows hold whole words (even lengths).
 template <typename T>
 bool rows_words_apply(const Problem& pr, const T* x, const Desc3& xd, const T* y, const Desc3& yd) {
   if (sizeof(T) == 4) return true;
-  auto even = [](int64_t v) { return v % 2 == 0; };
-  return ptr_aligned(x, 4) && ptr_aligned(y, 4) && even(xd.sb) && even(xd.sc) && even(yd.sb) &&
-         even(yd.sc) && even(pr.L) && even(pr.Lo);
+  return word_rows(x, xd) && word_rows(y, yd) && pr.L % 2 == 0 && pr.Lo % 2 == 0;
 }
 
 // Whether the words backward (dw_bwd_cf_rows_words_kernel) applies: as rows_words_apply, for dy
@@ -378,12 +384,8 @@ template <typename T>
 bool rows_words_bwd_apply(const Problem& pr, const T* dy, const Desc3& dyd, const T* x,
                           const Desc3& xd, const T* dx, const Desc3& dxd, bool want_w) {
   if (sizeof(T) == 4) return true;
-  auto even = [](int64_t v) { return v % 2 == 0; };
-  auto rows_ok = [&](const T* p, const Desc3& d) {
-    return ptr_aligned(p, 4) && even(d.sb) && even(d.sc);
-  };
-  return rows_ok(dy, dyd) && (!want_w || rows_ok(x, xd)) && (dx == nullptr || rows_ok(dx, dxd)) &&
-         even(pr.L) && even(pr.Lo);
+  return word_rows(dy, dyd) && (!want_w || word_rows(x, xd)) && (dx == nullptr || word_rows(dx, dxd)) &&
+         pr.L % 2 == 0 && pr.Lo % 2 == 0;
 }
 
 template <typename T>
