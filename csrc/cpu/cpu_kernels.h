@@ -628,9 +628,9 @@ struct DwClBwdXOp {
 
 // ------------------------------------------------------------------------------------------------
 // GEMM: C[M x N] (= bias / 0, or +=) A[M x Kd] * B[Kd x N].
-// A is packed by pack_a in panels of kMR rows; B and C are row-major (ldb, ldc). The kernel reads
-// B columns and writes C up to round_up(M, kMR) rows and round_up(N, kNPad) columns: callers size
-// their buffers accordingly (padding holds finite values: scratch is zero-initialised).
+// A is packed by pack_a in panels of kMR rows; B and C are row-major (ldb, ldc). The kernel may
+// read B columns and write C up to round_up(M, kMR) rows and round_up(N, kNPad) columns: callers
+// size their buffers accordingly (padding holds finite values: scratch is zero-initialised).
 // ------------------------------------------------------------------------------------------------
 constexpr int64_t kMR = 6;
 constexpr int64_t kNPad = 64;
@@ -705,8 +705,8 @@ SC_INLINE void gemm_micro(const T* const* a, int64_t kstep, const T* b, int64_t 
 #if SEPCONV1D_X86
 // x86 forms with explicit FMAs (embedded broadcasts): the generic form's a * b + c is not contracted
 // under -std=c++17.
-#define SC_GEMM_MICRO(NAME, TARGET, T, VT, W, NV, LOAD, STORE, SET1, FMA, ZERO)                     \
-  template <int KSTEP>                                                                              \
+#define SC_GEMM_MICRO(NAME, TARGET, T, VT, W, LOAD, STORE, SET1, FMA, ZERO)                         \
+  template <int KSTEP, int NV>                                                                      \
   TARGET inline void NAME(const T* const* a, int64_t kstep, const T* b, int64_t ldb, T* c,           \
                           int64_t ldc, int64_t kl, bool init, const T* bias) {                      \
     const int64_t ks = KSTEP > 0 ? KSTEP : kstep;                                                   \
@@ -736,33 +736,44 @@ SC_INLINE void gemm_micro(const T* const* a, int64_t kstep, const T* b, int64_t 
     }                                                                                               \
   }
 
-SC_GEMM_MICRO(gemm_micro_avx512_f32, SC_TARGET_AVX512, float, __m512, 16, 4, _mm512_loadu_ps,
+SC_GEMM_MICRO(gemm_micro_avx512_f32, SC_TARGET_AVX512, float, __m512, 16, _mm512_loadu_ps,
               _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_setzero_ps)
-SC_GEMM_MICRO(gemm_micro_avx512_f64, SC_TARGET_AVX512, double, __m512d, 8, 4, _mm512_loadu_pd,
+SC_GEMM_MICRO(gemm_micro_avx512_f64, SC_TARGET_AVX512, double, __m512d, 8, _mm512_loadu_pd,
               _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_setzero_pd)
-SC_GEMM_MICRO(gemm_micro_avx2_f32, SC_TARGET_AVX2, float, __m256, 8, 2, _mm256_loadu_ps,
+SC_GEMM_MICRO(gemm_micro_avx2_f32, SC_TARGET_AVX2, float, __m256, 8, _mm256_loadu_ps,
               _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_setzero_ps)
-SC_GEMM_MICRO(gemm_micro_avx2_f64, SC_TARGET_AVX2, double, __m256d, 4, 2, _mm256_loadu_pd,
+SC_GEMM_MICRO(gemm_micro_avx2_f64, SC_TARGET_AVX2, double, __m256d, 4, _mm256_loadu_pd,
               _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_setzero_pd)
 #undef SC_GEMM_MICRO
 #endif
 
-// One micro-kernel call compiled for the ISA width VB.
-template <int KSTEP, int VB, typename T>
-SC_INLINE void gemm_micro_for(const T* const* a, int64_t kstep, const T* b, int64_t ldb, T* c, int64_t ldc,
-                              int64_t kl, bool init, const T* bias) {
+// Vectors per micro-kernel row at width VB (its columns: gemm_nr).
+template <int VB>
+constexpr int gemm_nv() {
+  return VB == 64 ? 4 : 2;
+}
+
+// Columns per micro-kernel call at width VB.
+template <typename T, int VB>
+constexpr int64_t gemm_nr() {
+  return gemm_nv<VB>() * (VB / static_cast<int>(sizeof(T)));
+}
+
+// One micro-kernel call compiled for the ISA width VB, NV vectors wide.
+template <int KSTEP, int VB, int NV, typename T>
+SC_INLINE void gemm_micro_nv(const T* const* a, int64_t kstep, const T* b, int64_t ldb, T* c,
+                             int64_t ldc, int64_t kl, bool init, const T* bias) {
   using V = vec_t<T, VB>;
   constexpr int W = VB / sizeof(T);
-  constexpr int NV = VB == 64 ? 4 : 2;
 #if SEPCONV1D_X86
   if constexpr (VB == 64 && std::is_same_v<T, float>) {
-    gemm_micro_avx512_f32<KSTEP>(a, kstep, b, ldb, c, ldc, kl, init, bias);
+    gemm_micro_avx512_f32<KSTEP, NV>(a, kstep, b, ldb, c, ldc, kl, init, bias);
   } else if constexpr (VB == 64) {
-    gemm_micro_avx512_f64<KSTEP>(a, kstep, b, ldb, c, ldc, kl, init, bias);
+    gemm_micro_avx512_f64<KSTEP, NV>(a, kstep, b, ldb, c, ldc, kl, init, bias);
   } else if constexpr (VB == 32 && std::is_same_v<T, float>) {
-    gemm_micro_avx2_f32<KSTEP>(a, kstep, b, ldb, c, ldc, kl, init, bias);
+    gemm_micro_avx2_f32<KSTEP, NV>(a, kstep, b, ldb, c, ldc, kl, init, bias);
   } else if constexpr (VB == 32) {
-    gemm_micro_avx2_f64<KSTEP>(a, kstep, b, ldb, c, ldc, kl, init, bias);
+    gemm_micro_avx2_f64<KSTEP, NV>(a, kstep, b, ldb, c, ldc, kl, init, bias);
   } else {
     gemm_micro<KSTEP, T, V, W, NV>(a, kstep, b, ldb, c, ldc, kl, init, bias);
   }
@@ -771,10 +782,28 @@ SC_INLINE void gemm_micro_for(const T* const* a, int64_t kstep, const T* b, int6
 #endif
 }
 
-// Columns per micro-kernel call at width VB.
-template <typename T, int VB>
-constexpr int64_t gemm_nr() {
-  return (VB == 64 ? 4 : 2) * (VB / static_cast<int>(sizeof(T)));
+// The micro-kernel over `cols` columns (1..gemm_nr): full width, or at the last column block only
+// the vectors that hold columns. dH's products have n + K - 1 columns (a tile and its halo), so a
+// full-width last block computed up to 63 dead columns (Vocos' 134 as 192, Citrinet's 260 as 320;
+// their float32 backwards ran 7-10% longer that way: csrc/NOTES.md, forty-ninth session).
+// Each output still sums its products in k order: the bits do not depend on the width.
+template <int KSTEP, int VB, typename T>
+SC_INLINE void gemm_micro_for(const T* const* a, int64_t kstep, const T* b, int64_t ldb, T* c, int64_t ldc,
+                              int64_t kl, bool init, const T* bias, int64_t cols) {
+  constexpr int NV = gemm_nv<VB>();
+  constexpr int64_t W = VB / static_cast<int64_t>(sizeof(T));
+  const int64_t nv = ceil_div(cols, W);
+  if (nv >= NV) {
+    gemm_micro_nv<KSTEP, VB, NV>(a, kstep, b, ldb, c, ldc, kl, init, bias);
+  } else if (nv == 1) {
+    gemm_micro_nv<KSTEP, VB, 1>(a, kstep, b, ldb, c, ldc, kl, init, bias);
+  } else if constexpr (NV > 2) {
+    if (nv == 2) {
+      gemm_micro_nv<KSTEP, VB, 2>(a, kstep, b, ldb, c, ldc, kl, init, bias);
+    } else {
+      gemm_micro_nv<KSTEP, VB, (NV > 3 ? 3 : NV)>(a, kstep, b, ldb, c, ldc, kl, init, bias);
+    }
+  }
 }
 
 // B's kl x NR block at b (rows ldb apart) as the micro-kernel reads it: copied into a contiguous
@@ -824,7 +853,7 @@ struct GemmOp {
           const T* rows[kMR];
           for (int r = 0; r < kMR; ++r) rows[r] = panel + r;
           gemm_micro_for<kMR, VB>(rows, kMR, bp, lb, C + mb * kMR * ldc + n0, ldc, kl, init,
-                                  bias ? bias + mb * kMR : nullptr);
+                                  bias ? bias + mb * kMR : nullptr, N - n0);
         }
       }
     }
@@ -860,9 +889,9 @@ struct GemmRowsOp {
           T* c = C + mb * kMR * ldc + n0;
           const T* bp = bias ? bias + mb * kMR : nullptr;
           if (ks == 1) {
-            gemm_micro_for<1, VB>(rows, 1, b, lb, c, ldc, kl, init, bp);
+            gemm_micro_for<1, VB>(rows, 1, b, lb, c, ldc, kl, init, bp, N - n0);
           } else {
-            gemm_micro_for<0, VB>(rows, ks, b, lb, c, ldc, kl, init, bp);
+            gemm_micro_for<0, VB>(rows, ks, b, lb, c, ldc, kl, init, bp, N - n0);
           }
         }
       }
