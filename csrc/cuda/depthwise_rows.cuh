@@ -598,6 +598,21 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
 // wanted), then rpw dx rows of 8 * nvx when dx is wanted. Only the part of dy's row that some
 // item reads is copied (ldy < Lo where dx alone is wanted and the right padding is long).
 
+// A warp's dw / db sums in a fixed order (a butterfly per value), left in every lane; both rows
+// backwards use it, so their slots add the same way.
+template <int KP>
+DW_DEV void rows_warp_sums(float (&accw)[KP], float& accb, int K) {
+#pragma unroll
+  for (int k = 0; k < KP; ++k) {
+    if (k < K) {
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) accw[k] += __shfl_xor_sync(0xffffffffu, accw[k], o);
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) accb += __shfl_xor_sync(0xffffffffu, accb, o);
+}
+
 // The items of one unit's rows: dx into dxs (rows 8 * nvx apart), dw / db into the lane's sums.
 template <typename T, int KP, int OD, int DX>
 DW_DEV void rows_bwd_words_compute(const T* dys, int dpitch, const T* xbs, int xpitch, T* dxs,
@@ -721,16 +736,8 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
                                           a.K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
     }
     if (want_wb) {
-      // The unit's sums: a butterfly per value, then lane t writes value t to the unit's slot.
-#pragma unroll
-      for (int k = 0; k < KP; ++k) {
-        if (k < a.K) {
-#pragma unroll
-          for (int o = 16; o > 0; o >>= 1) accw[k] += __shfl_xor_sync(0xffffffffu, accw[k], o);
-        }
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) accb += __shfl_xor_sync(0xffffffffu, accb, o);
+      // The unit's sums, then lane t writes value t to the unit's slot.
+      rows_warp_sums(accw, accb, a.K);
       float* slot = a.part + (cur.pb / a.rpw) * (a.K + 1) * a.C + cur.c;
 #pragma unroll
       for (int k = 0; k < KP; ++k) {
@@ -836,16 +843,8 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_kernel(const RowsBwdA
       __syncwarp();
     }
     if (want_wb) {
-      // Fixed-order sums: a butterfly per warp, then the warps in order.
-#pragma unroll
-      for (int k = 0; k < KP; ++k) {
-        if (k < a.K) {
-#pragma unroll
-          for (int o = 16; o > 0; o >>= 1) accw[k] += __shfl_xor_sync(0xffffffffu, accw[k], o);
-        }
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) accb += __shfl_xor_sync(0xffffffffu, accb, o);
+      // Fixed-order sums: the warp's, then the warps in order.
+      rows_warp_sums(accw, accb, a.K);
       if (lane == 0) {
 #pragma unroll
         for (int k = 0; k < KP; ++k) red[warp * (KP + 1) + k] = accw[k];
