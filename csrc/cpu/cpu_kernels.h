@@ -797,11 +797,11 @@ SC_INLINE void gemm_micro_for(const T* const* a, int64_t kstep, const T* b, int6
     gemm_micro_nv<KSTEP, VB, NV>(a, kstep, b, ldb, c, ldc, kl, init, bias);
   } else if (nv == 1) {
     gemm_micro_nv<KSTEP, VB, 1>(a, kstep, b, ldb, c, ldc, kl, init, bias);
-  } else if constexpr (NV > 2) {
+  } else if constexpr (NV == 4) {  // AVX-512's 4 vectors; AVX2's 2 leave only nv == 1 here
     if (nv == 2) {
       gemm_micro_nv<KSTEP, VB, 2>(a, kstep, b, ldb, c, ldc, kl, init, bias);
     } else {
-      gemm_micro_nv<KSTEP, VB, (NV > 3 ? 3 : NV)>(a, kstep, b, ldb, c, ldc, kl, init, bias);
+      gemm_micro_nv<KSTEP, VB, 3>(a, kstep, b, ldb, c, ldc, kl, init, bias);
     }
   }
 }
