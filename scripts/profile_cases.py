@@ -68,7 +68,9 @@ CASES = {
     "dw_bwd_mamba": _dw(torch.bfloat16, 4, b=8, c=5120, length=2048, padding="causal", wdtype=torch.float32, bwd=True),
     # Speech models' short rows on the rows kernels (depthwise_rows.cuh): FastConformer, Conformer.
     "dw_fwd_fastconf_bf16": _dw(torch.bfloat16, 9, b=128, c=512, length=210, padding="causal"),
+    "dw_bwd_fastconf_bf16": _dw(torch.bfloat16, 9, b=128, c=512, length=210, padding="causal", bwd=True),
     "dw_fwd_conformer_bf16": _dw(torch.bfloat16, 31, b=32, c=512, length=500),
+    "dw_fwd_citrinet_f32": _dw(torch.float32, 11, b=32, c=1024, length=250),
     "sep_fwd_bf16": _sep(torch.bfloat16),
     "sep_fwd_conformer_bf16": _sep(torch.bfloat16, cin=512, cout=512, length=500, k=31),
     "sep_fwd_fastconf_bf16": _sep(torch.bfloat16, b=128, cin=512, cout=512, length=210),

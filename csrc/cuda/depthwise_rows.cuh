@@ -514,15 +514,17 @@ DW_DEV void rows_store_words(T* dst, int64_t dst_pitch, int nrows, const T* src,
 }
 
 // Zeroes the words of nrows rows (pitch elements apart, pitch, lo and hi whole words) outside
-// elements [lo, hi): the padding cells of staged rows, which no copy writes.
+// elements [lo, hi): the padding cells of staged rows, which no copy writes. A lane per row: the
+// pads are a few words at each end, and visiting every word to find them cost ~9% of the words
+// forward's instructions at FastConformer's shape.
 template <typename T>
 DW_DEV void rows_zero_pads(T* rows, int nrows, int pitch, int lo, int hi, int lane) {
   constexpr int EPW = int(4 / sizeof(T));
-  uint32_t* z = reinterpret_cast<uint32_t*>(rows);
   const int rw = pitch / EPW, wlo = lo / EPW, whi = hi / EPW;
-  for (int i = lane; i < nrows * rw; i += 32) {
-    const int w = i % rw;
-    if (w < wlo || w >= whi) z[i] = 0u;
+  for (int rr = lane; rr < nrows; rr += 32) {
+    uint32_t* z = reinterpret_cast<uint32_t*>(rows) + int64_t(rr) * rw;
+    for (int w = 0; w < wlo; ++w) z[w] = 0u;
+    for (int w = whi; w < rw; ++w) z[w] = 0u;
   }
 }
 
