@@ -101,6 +101,8 @@ dwk::Tuning tuning() {
   if (db != nullptr && *db != '\0') t.rows_db = std::atoi(db) != 0 ? 1 : 0;
   const char* words = std::getenv("SEPCONV1D_DW_ROWS_WORDS");
   if (words != nullptr && *words != '\0') t.rows_words = std::atoi(words) != 0 ? 1 : 0;
+  const char* words16 = std::getenv("SEPCONV1D_DW_ROWS_WORDS16");
+  if (words16 != nullptr && *words16 != '\0') t.rows_words16 = std::atoi(words16) != 0 ? 1 : 0;
   const char* words_bwd = std::getenv("SEPCONV1D_DW_ROWS_WORDS_BWD");
   if (words_bwd != nullptr && *words_bwd != '\0') t.rows_words_bwd = std::atoi(words_bwd) != 0 ? 1 : 0;
   return t;

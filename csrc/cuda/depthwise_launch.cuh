@@ -85,6 +85,8 @@ struct Tuning {
   int rows_words = -1;            // rows forward on word-aligned rows by 4-byte copies: -1 or 1
                                   // wherever it applies (rows_words_apply) and fits, 0 never
   int rows_words_bwd = -1;        // the rows backward likewise (rows_words_bwd_apply)
+  int rows_words16 = -1;          // the words forward copies and stores 16 bytes at a time
+                                  // between the row ends where a unit's rows allow: -1 or 1, 0 never
 };
 
 enum class Path { CF, CL, Direct };
@@ -450,18 +452,27 @@ bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, co
         a.nx = 8 * (a.nv + rows_window_vecs<KP>() - 1);
         a.pitch = a.nx + 8 * a.nv;
         const int64_t row_bytes = int64_t(kWarps) * a.rpw * int64_t(sizeof(T));
-        // Word-aligned rows: x's words copied straight to their staged place (the window offset
-        // OFF = shift - pl is 0 or 1 element, which the staged rows' 8-element vectors cover).
-        // It measured faster than the other rows forwards wherever it applies (1.00-2.2x:
-        // scripts/depthwise_rows_ab.py words; csrc/NOTES.md, forty-sixth session).
+        // Word-aligned rows: x copied straight to its staged place, with no realignment. It
+        // measured faster than the other rows forwards wherever it applies (1.00-2.2x:
+        // scripts/depthwise_rows_ab.py words; csrc/NOTES.md, forty-sixth session). Where a unit's
+        // rows (rpw batch rows) share one offset within 16-byte chunks (the batch stride a whole
+        // number of chunks), x and y move 16 bytes at a time between the row ends, x staged at
+        // that offset: the windows then start up to E - 1 elements into their vectors (OFF), which
+        // the staged rows' vectors cover. Elsewhere by 4-byte words (OFF 0 or 1).
+        constexpr int E = int(16 / sizeof(T));
+        const int nx_words = 8 * (a.nv + rows_window_vecs<KP, E - 1>() - 1);
+        const bool chunks = tune.rows_words16 != 0;
+        const bool one_row = a.rpw == 1 || pr.B == 1;  // a unit of one row
+        const int x16 = chunks && (one_row || (xd.sb * int64_t(sizeof(T))) % 16 == 0) ? 1 : 0;
+        const int y16 = chunks && (one_row || (yd.sb * int64_t(sizeof(T))) % 16 == 0) ? 1 : 0;
+        const int64_t smem_words = row_bytes * (2 * nx_words + 8 * a.nv + (y16 ? E : 0));
         if (tune.rows_words != 0 && rows_words_apply<T>(pr, x, xd, y, yd) &&
-            row_bytes * (2 * a.nx + 8 * a.nv) <= smem_limit(dev, tune)) {
-          constexpr int EPW = int(4 / sizeof(T));
-          a.shift = int(ceil_div(pr.pl, EPW) * EPW);
-          a.lx = int(std::min<int64_t>(pr.L, a.nx - a.shift));
-          a.lx -= a.lx % EPW;  // whole words (L is even for half types; nx - shift too)
+            smem_words <= smem_limit(dev, tune)) {
+          a.nx = nx_words;
+          a.x16 = x16;
+          a.y16 = y16;
           a.raw_pitch = 0;
-          const int64_t smem = row_bytes * (2 * a.nx + 8 * a.nv);
+          const int64_t smem = smem_words;
           auto kern = &dw_fwd_cf_rows_words_kernel<T, W, KP>;
           prepare_kernel(kern, smem, dev.device);
           a.groups = ceil_div(pr.B, int64_t(a.rpw));

@@ -48,10 +48,11 @@ constexpr int kRowsStageUnroll = 2;  // 32-chunk slices per lane in flight while
 constexpr int kRowsMaxTaps = 32;
 constexpr int kRowsMaxRowsPerWarp = 8;
 
-// 8-element vectors of one window (8 outputs and KP - 1 more inputs).
-template <int KP>
+// 8-element vectors of one window (8 outputs and KP - 1 more inputs), read from an aligned vector
+// at most MAXOFF elements before the window's start.
+template <int KP, int MAXOFF = 1>
 constexpr int rows_window_vecs() {
-  return (8 + KP - 1 + 7) / 8;
+  return (8 + KP - 1 + MAXOFF + 7) / 8;
 }
 
 template <typename T, typename W>
@@ -68,8 +69,8 @@ struct RowsFwdArgs {
   int nx;         // staged x elements per row
   int pitch;      // shared elements per row: nx + 8 * nv
   int raw_pitch;  // double-buffered kernel: raw chunk elements per row (nx + 16 bytes), else 0
-  int shift;      // words kernel: x[i] is staged at i + shift (pl rounded up to whole words)
-  int lx;         // words kernel: staged x elements per row (a whole number of words)
+  int x16, y16;   // words kernel: x's / y's rows of a unit share their offset within 16-byte
+                  // chunks (copied / stored 16 bytes at a time between the row ends), else 0
   int64_t groups, units, upw;  // words kernel: units per channel, in all, per warp (RowsUnit)
   int64_t per;    // batch rows per block
   int64_t split;  // blocks per channel
@@ -355,13 +356,28 @@ DW_DEV void rows_put8(T* s, const float (&v)[8]) {
   }
 }
 
+// 8 outputs rounded to T at s (aligned to 4 bytes) by 4-byte stores.
+template <typename T>
+DW_DEV void rows_put8_words(T* s, const float (&v)[8]) {
+  DW_ASSERT(reinterpret_cast<uintptr_t>(s) % 4 == 0);
+  if constexpr (std::is_same_v<T, float>) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) s[e] = v[e];
+  } else {
+    uint32_t* d = reinterpret_cast<uint32_t*>(s);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) d[e] = pack2<T>(v[2 * e], v[2 * e + 1]);
+  }
+}
+
 // The forward's arithmetic over a pass's staged rows: y[rr][8v + e] = b + sum_k w[k] xs[rr][8v +
 // OFF + e + k] for the lane items (row rr, vector v) flattened over the nrows rows (nv vectors
-// each); xs rows xpitch apart (16-byte aligned), y rows ypitch apart.
-template <typename T, int KP, int OFF>
+// each); xs rows xpitch apart (16-byte aligned), y rows ypitch apart (16-byte aligned, or with
+// WORDS 4-byte aligned, stored by 4-byte stores).
+template <typename T, int KP, int OFF, bool WORDS = false>
 DW_DEV void rows_fwd_compute(const T* xs, int xpitch, T* ys, int ypitch, int nrows, int nv, int K,
                              const float (&wr)[KP], float b, int lane) {
-  constexpr int NW = rows_window_vecs<KP>();
+  constexpr int NW = rows_window_vecs<KP, OFF>();
   static_assert(8 + KP - 1 + OFF <= 8 * NW, "the window's vectors cover the offset");
   int rr = lane / nv, v = lane - rr * nv;
   while (rr < nrows) {
@@ -376,7 +392,11 @@ DW_DEV void rows_fwd_compute(const T* xs, int xpitch, T* ys, int ypitch, int nro
 #pragma unroll
       for (int e = 0; e < 8; ++e) acc[e] = fmaf(wr[k], win[e + k + OFF], acc[e]);
     }
-    rows_put8<T>(ys + rr * ypitch + 8 * v, acc);
+    if constexpr (WORDS) {
+      rows_put8_words<T>(ys + rr * ypitch + 8 * v, acc);
+    } else {
+      rows_put8<T>(ys + rr * ypitch + 8 * v, acc);
+    }
     v += 32;
     while (v >= nv) {
       v -= nv;
@@ -528,28 +548,136 @@ DW_DEV void rows_zero_pads(T* rows, int nrows, int pitch, int lo, int hi, int la
   }
 }
 
+// A row of `len` elements (whole words) split at its 16-byte boundaries, the row starting `mis`
+// elements into its 16-byte chunk: `head` elements before the first boundary, `chunks` whole
+// 16-byte chunks, then the rest. Its pieces in order, as slots: the head's words, the chunks, the
+// tail's words; slot s of a row is copied by one lane.
+template <typename T>
+struct RowsPieces16 {
+  static constexpr int kEPW = int(4 / sizeof(T)), kE = int(16 / sizeof(T));
+  int head, chunks, hw, slots;
+  DW_DEV RowsPieces16(int mis, int len) {
+    head = (kE - mis) & (kE - 1);
+    head = head < len ? head : len;
+    chunks = (len - head) / kE;
+    hw = head / kEPW;
+    slots = hw + chunks + (len - head - chunks * kE) / kEPW;
+  }
+  // Slot s: its first element and its size in bytes (4 or 16).
+  DW_DEV int at(int s, int& bytes) const {
+    if (s < hw) {
+      bytes = 4;
+      return s * kEPW;
+    }
+    if (s < hw + chunks) {
+      bytes = 16;
+      return head + (s - hw) * kE;
+    }
+    bytes = 4;
+    return head + chunks * kE + (s - hw - chunks) * kEPW;
+  }
+};
+
+// rows_fetch_words by 16-byte copies between the row ends: every row of src starts `mis` elements
+// into its 16-byte chunk (rows src_pitch apart, a whole number of chunks), and dst + shift is at
+// the same offset in its chunk (dst_pitch a whole number of chunks).
+template <typename T>
+DW_DEV void rows_fetch16(const T* src, int64_t src_pitch, int nrows, T* dst, int dst_pitch, int shift,
+                         int len, int mis, int lane) {
+  const RowsPieces16<T> pc(mis, len);
+  for (int rr = 0; rr < nrows; ++rr) {
+    const T* s = src + rr * src_pitch;
+    T* d = dst + rr * dst_pitch + shift;
+    for (int slot = lane; slot < pc.slots; slot += 32) {
+      int bytes;
+      const int i = pc.at(slot, bytes);
+      if (bytes == 16) {
+        dw_cp_async<16>(d + i, s + i, 16);
+      } else {
+        dw_cp_async<4>(d + i, s + i, 4);
+      }
+    }
+  }
+}
+
+// rows_store_words by 16-byte stores between the row ends: every row of dst starts `mis` elements
+// into its 16-byte chunk (rows dst_pitch apart, a whole number of chunks), and so does every
+// staged row of src (src_pitch a whole number of chunks).
+template <typename T>
+DW_DEV void rows_store16(T* dst, int64_t dst_pitch, int nrows, const T* src, int src_pitch, int len,
+                         int mis, int lane) {
+  const RowsPieces16<T> pc(mis, len);
+  for (int rr = 0; rr < nrows; ++rr) {
+    const T* s = src + rr * src_pitch;
+    T* d = dst + rr * dst_pitch;
+    for (int slot = lane; slot < pc.slots; slot += 32) {
+      int bytes;
+      const int i = pc.at(slot, bytes);
+      if (bytes == 16) {
+        DW_ASSERT(reinterpret_cast<uintptr_t>(d + i) % 16 == 0 && reinterpret_cast<uintptr_t>(s + i) % 16 == 0);
+        *reinterpret_cast<uint4*>(d + i) = *reinterpret_cast<const uint4*>(s + i);
+      } else {
+        *reinterpret_cast<uint32_t*>(d + i) = *reinterpret_cast<const uint32_t*>(s + i);
+      }
+    }
+  }
+}
+
+// Calls f(std::integral_constant<int, o>{}) for the run-time o in [0, N).
+template <int N, typename F>
+DW_DEV void rows_with_offset(int o, F&& f) {
+  if constexpr (N > 1) {
+    if (o == N - 1) {
+      f(std::integral_constant<int, N - 1>{});
+      return;
+    }
+    rows_with_offset<N - 1>(o, f);
+  } else {
+    f(std::integral_constant<int, 0>{});
+  }
+}
+
 template <typename T, typename W, int KP>
 __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const RowsFwdArgs<T, W> a) {
   static_assert(sizeof(T) <= 4, "float, half or bfloat16 activations");
   constexpr int EPW = int(4 / sizeof(T));
+  constexpr int E = int(16 / sizeof(T));
   const int warp = int(threadIdx.x) / 32;
   const int lane = int(threadIdx.x) % 32;
   int64_t u = (int64_t(blockIdx.x) * kWarps + warp) * a.upw;
   const int64_t u_end = u + a.upw < a.units ? u + a.upw : a.units;
   if (u >= u_end) return;
   const int xbuf = a.rpw * a.nx;  // elements of one x buffer
-  T* const xs0 = smem_base<T>() + int64_t(warp) * (2 * xbuf + a.rpw * 8 * a.nv);
+  const int ypitch = 8 * a.nv + (a.y16 ? E : 0);
+  T* const xs0 = smem_base<T>() + int64_t(warp) * (2 * xbuf + a.rpw * ypitch);
   T* const ys = xs0 + 2 * xbuf;
-  // Zero the padding cells of both buffers: [0, shift) and [shift + lx, nx) of every row.
-  rows_zero_pads(xs0, 2 * a.rpw, a.nx, a.shift, a.shift + a.lx, lane);
   const int64_t c0 = u / a.groups;
   RowsUnit cur{c0, (u - c0 * a.groups) * a.rpw};
   auto rows_of = [&](const RowsUnit& t) { return int(t.pb + a.rpw <= a.B ? a.rpw : a.B - t.pb); };
-  auto fetch = [&](const RowsUnit& t, T* buf) {
-    rows_fetch_words(a.x + t.pb * a.xsb + t.c * a.xsc, a.xsb, rows_of(t), buf, a.nx, a.shift, a.lx,
-                     lane);
+  // Unit t's rows are staged at x[i] -> i + shift: shift >= pl at the rows' own offset within their
+  // 16-byte chunks (x16: the copies between the row ends are then 16 bytes each), else pl rounded
+  // up to whole words. The padding cells around them are zeroed when a buffer's shift changes
+  // (zs0 / zs1: the shift each buffer's cells were zeroed for).
+  const int g = a.x16 ? E : EPW;
+  int zs0 = -1, zs1 = -1;
+  auto stage = [&](const RowsUnit& t, int which) {
+    const T* row = a.x + t.pb * a.xsb + t.c * a.xsc;
+    const int mis = a.x16 ? rows_mis(row) : 0;
+    const int shift = a.pl + ((mis - a.pl) & (g - 1));
+    const int lx = (a.L < a.nx - shift ? a.L : a.nx - shift) & ~(EPW - 1);
+    T* buf = xs0 + which * xbuf;
+    if (shift != (which ? zs1 : zs0)) {
+      rows_zero_pads(buf, a.rpw, a.nx, shift, shift + lx, lane);
+      (which ? zs1 : zs0) = shift;
+    }
+    if (a.x16) {
+      rows_fetch16(row, a.xsb, rows_of(t), buf, a.nx, shift, lx, mis, lane);
+    } else {
+      rows_fetch_words(row, a.xsb, rows_of(t), buf, a.nx, shift, lx, lane);
+    }
+    return shift;
   };
-  fetch(cur, xs0);
+  int shift = stage(cur, 0);
   dw_cp_commit();
   float wr[KP], b;
   rows_load_taps(a, cur.c, wr, b);
@@ -557,27 +685,31 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
   while (true) {
     const bool more = u + 1 < u_end;
     const RowsUnit nxt = rows_next_unit(cur, a.rpw, a.B);
-    if (more) fetch(nxt, xs0 + (bi ^ 1) * xbuf);
+    const int shift_next = more ? stage(nxt, bi ^ 1) : 0;
     dw_cp_commit();
     dw_cp_wait<1>();  // this unit's copies (all but the newest group) landed
     __syncwarp();     // ... every lane's, and the padding zeroed
     const int nrows = rows_of(cur);
     const T* xs = xs0 + bi * xbuf;
-    if constexpr (EPW == 2) {
-      if (a.shift != a.pl) {
-        rows_fwd_compute<T, KP, 1>(xs, a.nx, ys, 8 * a.nv, nrows, a.nv, a.K, wr, b, lane);
-      } else {
-        rows_fwd_compute<T, KP, 0>(xs, a.nx, ys, 8 * a.nv, nrows, a.nv, a.K, wr, b, lane);
-      }
-    } else {
-      rows_fwd_compute<T, KP, 0>(xs, a.nx, ys, 8 * a.nv, nrows, a.nv, a.K, wr, b, lane);
-    }
+    // Outputs staged at the y rows' offset within their 16-byte chunks (y16), so that the stores
+    // between the row ends are 16 bytes each.
+    T* const yrow = a.y + cur.pb * a.ysb + cur.c * a.ysc;
+    const int ymis = a.y16 ? rows_mis(yrow) : 0;
+    rows_with_offset<E>(shift - a.pl, [&](auto off) {
+      rows_fwd_compute<T, KP, decltype(off)::value, true>(xs, a.nx, ys + ymis, ypitch, nrows, a.nv,
+                                                         a.K, wr, b, lane);
+    });
     __syncwarp();
-    rows_store_words(a.y + cur.pb * a.ysb + cur.c * a.ysc, a.ysb, nrows, ys, 8 * a.nv, a.Lo, lane);
+    if (a.y16) {
+      rows_store16(yrow, a.ysb, nrows, ys + ymis, ypitch, a.Lo, ymis, lane);
+    } else {
+      rows_store_words(yrow, a.ysb, nrows, ys, ypitch, a.Lo, lane);
+    }
     if (!more) break;
     if (nxt.c != cur.c) rows_load_taps(a, nxt.c, wr, b);
     __syncwarp();  // ys and this x buffer read by every lane before they are written again
     cur = nxt;
+    shift = shift_next;
     ++u;
     bi ^= 1;
   }

@@ -1045,6 +1045,9 @@ int main_impl(int argc, char** argv) {
         cs.tune.rows_words = 1;
         cs.tune.rows_words_bwd = 1;
         run(cs, rows_types[(idx + pi + 2) % 5]);
+        // ... and the words forward by 4-byte words only (SEPCONV1D_DW_ROWS_WORDS16=0).
+        cs.tune.rows_words16 = 0;
+        run(cs, rows_types[(idx + pi + 3) % 5]);
         ++idx;
       }
     }
@@ -1077,6 +1080,32 @@ int main_impl(int argc, char** argv) {
       gw.grads = grads;
       gw.expect_bwd = "dw_bwd_cf_rows_kernel/words";
       run(gw, grads == 2 ? 1 : 0);
+    }
+    // The words forward's 16-byte copies and stores: channel counts that make the batch stride a
+    // whole number of 16-byte chunks, so that each channel's rows share their offset within a
+    // chunk (every offset across the channels and the base offsets), windows starting 0-7
+    // elements into their vectors (pl and the offsets), rows shorter than a chunk, rows whose head
+    // or tail is the whole row, a batch of one row, float32 rows of odd lengths.
+    {
+      struct W16 {
+        int64_t B, C, L, K, pl, pr;
+        int xoff, yoff, types;
+      };
+      const W16 w16[] = {
+          {6, 8, 210, 9, 8, 0, 0, 0, 1},   {6, 8, 210, 9, 8, 0, 2, 6, 0},
+          {3, 16, 250, 11, 5, 5, 0, 4, 1}, {3, 16, 250, 11, 5, 5, 6, 2, 2},
+          {5, 8, 64, 3, 1, 1, 4, 0, 0},    {4, 8, 6, 5, 2, 2, 2, 2, 1},
+          {2, 8, 2, 3, 1, 1, 0, 2, 0},     {1, 3, 90, 7, 3, 3, 2, 4, 4},
+          {4, 4, 77, 7, 3, 3, 1, 3, 0},    {4, 4, 77, 7, 6, 0, 3, 1, 0},
+          {9, 8, 500, 31, 15, 15, 2, 0, 0}, {9, 8, 500, 31, 15, 15, 2, 0, 4},
+          {9, 4, 13, 4, 0, 3, 1, 2, 0},
+      };
+      for (const W16& w : w16) {
+        Case c{w.B, w.C, w.L, w.K, 1, 1, w.pl, w.pr, true, L_CF, L_CF, w.xoff, w.yoff, Tuning{}};
+        c.tune.rows = 1;
+        c.expect_fwd = "dw_fwd_cf_rows_kernel/words";
+        run(c, w.types);
+      }
     }
     Case k33{2, 2, 100, 33, 1, 1, 16, 16, true, L_CF, L_CF, 0, 0, Tuning{}};
     k33.tune.rows = 1;
