@@ -228,8 +228,8 @@ def test_dilated_kernels_as_phase_rows(monkeypatch, dtypes, phases):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_ROWS is read by the CUDA kernels")
 @pytest.mark.parametrize("rows,db,words,words16", [
-    ("1", "1", "0", ""), ("1", "0", "0", ""), ("1", "0", "1", ""), ("1", "0", "1", "0"), ("0", "", "", "")],
-    ids=["rows-db", "rows-single", "rows-words", "rows-words4", "no-rows"])
+    ("1", "1", "0", ""), ("1", "0", "0", ""), ("1", "0", "1", "1"), ("1", "0", "1", "0"), ("0", "", "", "")],
+    ids=["rows-db", "rows-single", "rows-words16", "rows-words4", "no-rows"])
 @pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[2], DTYPES[3], DTYPES[4]], ids=dtype_pair_id)
 def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words, words16):
     """The short-row kernels (one warp per row; SEPCONV1D_DW_ROWS=1 wherever they apply, =0
@@ -237,7 +237,7 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words, words16):
     fits; or on word-aligned rows by word copies, SEPCONV1D_DW_ROWS_WORDS=1 and
     SEPCONV1D_DW_ROWS_WORDS_BWD=1: float32, and half types at even lengths and offsets, the
     forward's copies 16 bytes wide between the row ends where a channel's rows share their offset
-    within 16-byte chunks, 24 channels here, or 4 bytes wide, SEPCONV1D_DW_ROWS_WORDS16=0):
+    within 16-byte chunks, 24 channels here, SEPCONV1D_DW_ROWS_WORDS16=1, or 4 bytes wide, =0):
     forward and all three gradients against float64 for every
     padded tap count (K up to 32, across 4, 8, 12, 16, 24 and 32), pad_left 0 / middle / K - 1
     with right pads that end the rows early or late, rows shorter than the kernel's window and

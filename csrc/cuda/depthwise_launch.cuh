@@ -86,7 +86,8 @@ struct Tuning {
                                   // wherever it applies (rows_words_apply) and fits, 0 never
   int rows_words_bwd = -1;        // the rows backward likewise (rows_words_bwd_apply)
   int rows_words16 = -1;          // the words forward copies and stores 16 bytes at a time
-                                  // between the row ends where a unit's rows allow: -1 or 1, 0 never
+                                  // between the row ends where a unit's rows allow: -1 from K 9,
+                                  // 1 at every K, 0 never
 };
 
 enum class Path { CF, CL, Direct };
@@ -458,10 +459,15 @@ bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, co
         // rows (rpw batch rows) share one offset within 16-byte chunks (the batch stride a whole
         // number of chunks), x and y move 16 bytes at a time between the row ends, x staged at
         // that offset: the windows then start up to E - 1 elements into their vectors (OFF), which
-        // the staged rows' vectors cover. Elsewhere by 4-byte words (OFF 0 or 1).
+        // the staged rows' vectors cover. Elsewhere by 4-byte words (OFF 0 or 1). The 16-byte
+        // form takes fewer copy instructions but often one more vector per window, so it pays
+        // from K 9 (H100, `depthwise_rows_ab.py words16`, csrc/NOTES.md, fiftieth session:
+        // FastConformer L210 K9 bf16 1.24x, float32 1.03x; Citrinet L250 K11 1.13x / 1.32x;
+        // Conformer L500 K31 1.04x / 1.12x; L2047 K15 float32 1.20x; below K 9 Vocos L1024 K7
+        // 0.95x / 0.96x, L64 K3 bf16 0.91x, L256 K5 float32 0.95x).
         constexpr int E = int(16 / sizeof(T));
         const int nx_words = 8 * (a.nv + rows_window_vecs<KP, E - 1>() - 1);
-        const bool chunks = tune.rows_words16 != 0;
+        const bool chunks = tune.rows_words16 == 1 || (tune.rows_words16 < 0 && pr.K >= 9);
         const bool one_row = a.rpw == 1 || pr.B == 1;  // a unit of one row
         const int x16 = chunks && (one_row || (xd.sb * int64_t(sizeof(T))) % 16 == 0) ? 1 : 0;
         const int y16 = chunks && (one_row || (yd.sb * int64_t(sizeof(T))) % 16 == 0) ? 1 : 0;

@@ -1103,6 +1103,7 @@ int main_impl(int argc, char** argv) {
       for (const W16& w : w16) {
         Case c{w.B, w.C, w.L, w.K, 1, 1, w.pl, w.pr, true, L_CF, L_CF, w.xoff, w.yoff, Tuning{}};
         c.tune.rows = 1;
+        c.tune.rows_words16 = 1;  // at every K (by default from K 9)
         c.expect_fwd = "dw_fwd_cf_rows_kernel/words";
         run(c, w.types);
       }
