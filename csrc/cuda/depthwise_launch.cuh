@@ -461,10 +461,11 @@ bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, co
         // that offset: the windows then start up to E - 1 elements into their vectors (OFF), which
         // the staged rows' vectors cover. Elsewhere by 4-byte words (OFF 0 or 1). The 16-byte
         // form takes fewer copy instructions but often one more vector per window, so it pays
-        // from K 9 (H100, `depthwise_rows_ab.py words16`, csrc/NOTES.md, fiftieth session:
-        // FastConformer L210 K9 bf16 1.24x, float32 1.03x; Citrinet L250 K11 1.13x / 1.32x;
-        // Conformer L500 K31 1.04x / 1.12x; L2047 K15 float32 1.20x; below K 9 Vocos L1024 K7
-        // 0.95x / 0.96x, L64 K3 bf16 0.91x, L256 K5 float32 0.95x).
+        // from K 9 (H200, H100 in brackets; `depthwise_rows_ab.py words16`, csrc/NOTES.md,
+        // fiftieth session: FastConformer L210 K9 bf16 1.22x [1.24x], float32 1.16x [1.03x];
+        // Citrinet L250 K11 1.10x / 1.31x; Conformer L500 K31 1.03x / 1.09x; L2047 K15 float32
+        // 1.19x; below K 9 half types lose, Vocos L1024 K7 bf16 0.94x [0.95x], L64 K3 0.92x
+        // [0.91x], while float32 wins on the H200 only, 1.02-1.12x [0.95-1.05x]).
         constexpr int E = int(16 / sizeof(T));
         const int nx_words = 8 * (a.nv + rows_window_vecs<KP, E - 1>() - 1);
         const bool chunks = tune.rows_words16 == 1 || (tune.rows_words16 < 0 && pr.K >= 9);
