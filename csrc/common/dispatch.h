@@ -7,6 +7,8 @@
 #include <torch/headeronly/util/Exception.h>
 #include <torch/headeronly/util/Half.h>
 
+#include "common/dispatch_int.h"
+
 #include <cstdint>
 #include <type_traits>
 
@@ -59,21 +61,6 @@ void dispatch_dtypes(torch::headeronly::ScalarType x_dtype, torch::headeronly::S
   STD_TORCH_CHECK(false, "sepconv1d::", op_name, ": unsupported dtype combination (x ",
                   torch::headeronly::toString(x_dtype), ", weight ",
                   torch::headeronly::toString(w_dtype), ")");
-}
-
-// Host and device: the separable kernels' producers pick their compiled sizes on the device.
-#if defined(__CUDACC__)
-#define SEPCONV1D_HOST_DEVICE __host__ __device__
-#else
-#define SEPCONV1D_HOST_DEVICE
-#endif
-
-// Calls f(std::integral_constant<int, K>{}) for the K in Ks equal to `value`, else with K = 0
-// ("read K at run time").
-template <int... Ks, typename F>
-SEPCONV1D_HOST_DEVICE void dispatch_int(int64_t value, F&& f) {
-  const bool hit = ((value == Ks ? (f(std::integral_constant<int, Ks>{}), true) : false) || ...);
-  if (!hit) f(std::integral_constant<int, 0>{});
 }
 
 // Kernel sizes compiled as constants: 3, 5 and 9 (speech and vocoder models, Hyena) and 4 (Mamba's

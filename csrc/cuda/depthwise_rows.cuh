@@ -38,6 +38,7 @@
 // tree and a fixed-order sum over warps into part[split][K+1][C] (deterministic, as every kernel).
 #pragma once
 
+#include "common/dispatch_int.h"
 #include "cuda/depthwise_kernels.cuh"
 
 namespace sepconv1d {
@@ -623,17 +624,14 @@ DW_DEV void rows_store16(T* dst, int64_t dst_pitch, int nrows, const T* src, int
   }
 }
 
-// Calls f(std::integral_constant<int, o>{}) for the run-time o in [0, N).
-template <int N, typename F>
+// Calls f(std::integral_constant<int, o>{}) for a window offset o in [0, 16 bytes / sizeof(T))
+// (0 as dispatch_int's miss).
+template <typename T, typename F>
 DW_DEV void rows_with_offset(int o, F&& f) {
-  if constexpr (N > 1) {
-    if (o == N - 1) {
-      f(std::integral_constant<int, N - 1>{});
-      return;
-    }
-    rows_with_offset<N - 1>(o, f);
+  if constexpr (sizeof(T) == 2) {
+    dispatch_int<1, 2, 3, 4, 5, 6, 7>(o, f);
   } else {
-    f(std::integral_constant<int, 0>{});
+    dispatch_int<1, 2, 3>(o, f);
   }
 }
 
@@ -695,7 +693,7 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
     // between the row ends are 16 bytes each.
     T* const yrow = a.y + cur.pb * a.ysb + cur.c * a.ysc;
     const int ymis = a.y16 ? rows_mis(yrow) : 0;
-    rows_with_offset<E>(shift - a.pl, [&](auto off) {
+    rows_with_offset<T>(shift - a.pl, [&](auto off) {
       rows_fwd_compute<T, KP, decltype(off)::value, true>(xs, a.nx, ys + ymis, ypitch, nrows, a.nv,
                                                          a.K, wr, b, lane);
     });
