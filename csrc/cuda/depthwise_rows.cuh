@@ -18,8 +18,9 @@
 //      window below starts on an 8-element boundary;
 //   2. compute: lane items of 8 consecutive outputs; the window (8 + KP - 1 elements) is read as
 //      aligned 8-element vectors, widened to float, and the taps run unrolled with compile-time
-//      indices (KP = K padded to 4, 8, 12, 16, 24 or 32; the padded taps are skipped by a uniform
-//      exit, never multiplied by zero, so inf and NaN propagate as in the reference);
+//      indices (KP = K for the compiled sizes 3, 5 and 9, else K padded to 4, 8, 12, 16, 24 or 32;
+//      the padded taps are skipped by a uniform exit, never multiplied by zero, so inf and NaN
+//      propagate as in the reference);
 //   3. store: the outputs from shared memory in 16-byte chunks aligned to the destination row
 //      (`rows_store`), element by element at the row's ends.
 // Where every row starts on a 4-byte boundary and holds whole words (float32 always; half types at
@@ -54,6 +55,14 @@ constexpr int kRowsMaxRowsPerWarp = 8;
 template <int KP, int MAXOFF = 1>
 constexpr int rows_window_vecs() {
   return (8 + KP - 1 + MAXOFF + 7) / 8;
+}
+
+// The taps a rows kernel runs: KP itself where the dispatch compiled K exactly (odd KP: 3, 5, 9;
+// dispatch_padded_taps pads every other K to a multiple of 4), so that the skip tests of the
+// padded taps fold away; else the run-time K.
+template <int KP>
+DW_DEV int rows_taps(int K) {
+  return (KP & 1) ? KP : K;
 }
 
 template <typename T, typename W>
@@ -420,8 +429,9 @@ DW_DEV RowsSpan rows_span(int64_t B, int64_t per, int64_t s) {
 // without one).
 template <typename T, typename W, int KP>
 DW_DEV void rows_load_taps(const RowsFwdArgs<T, W>& a, int64_t c, float (&wr)[KP], float& b) {
+  const int K = rows_taps<KP>(a.K);
 #pragma unroll
-  for (int k = 0; k < KP; ++k) wr[k] = k < a.K ? float(in_cvt(a.w[c * a.K + k])) : 0.f;
+  for (int k = 0; k < KP; ++k) wr[k] = k < K ? float(in_cvt(a.w[c * K + k])) : 0.f;
   b = a.bias != nullptr ? float(in_cvt(a.bias[c])) : 0.f;
 }
 
@@ -429,6 +439,7 @@ DW_DEV void rows_load_taps(const RowsFwdArgs<T, W>& a, int64_t c, float (&wr)[KP
 // warp's raw chunks after its rpw rows of pitch).
 template <typename T, typename W, int KP, bool DB = false>
 __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_kernel(const RowsFwdArgs<T, W> a) {
+  const int K = rows_taps<KP>(a.K);  // compile-time where KP is exact
   static_assert(sizeof(T) <= 4, "float, half or bfloat16 activations");
   const int warp = int(threadIdx.x) / 32;
   const int lane = int(threadIdx.x) % 32;
@@ -468,7 +479,7 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_kernel(const RowsFwdA
                       a.x_lo, a.x_hi, lane);
         __syncwarp();
       }
-      rows_fwd_compute<T, KP, 0>(sm, a.pitch, sm + a.nx, a.pitch, nrows, a.nv, a.K, wr, b, lane);
+      rows_fwd_compute<T, KP, 0>(sm, a.pitch, sm + a.nx, a.pitch, nrows, a.nv, K, wr, b, lane);
       __syncwarp();
       rows_store<T>(a.y + pb * a.ysb + c * a.ysc, a.ysb, nrows, sm + a.nx, a.pitch, a.Lo, lane);
       __syncwarp();  // the next pass stages over these rows
@@ -637,6 +648,7 @@ DW_DEV void rows_with_offset(int o, F&& f) {
 
 template <typename T, typename W, int KP>
 __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const RowsFwdArgs<T, W> a) {
+  const int K = rows_taps<KP>(a.K);  // compile-time where KP is exact
   static_assert(sizeof(T) <= 4, "float, half or bfloat16 activations");
   constexpr int EPW = int(4 / sizeof(T));
   constexpr int E = int(16 / sizeof(T));
@@ -695,7 +707,7 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
     const int ymis = a.y16 ? rows_mis(yrow) : 0;
     rows_with_offset<T>(shift - a.pl, [&](auto off) {
       rows_fwd_compute<T, KP, decltype(off)::value, true>(xs, a.nx, ys + ymis, ypitch, nrows, a.nv,
-                                                         a.K, wr, b, lane);
+                                                         K, wr, b, lane);
     });
     __syncwarp();
     if (a.y16) {
@@ -799,6 +811,7 @@ DW_DEV void rows_bwd_words_compute(const T* dys, int dpitch, const T* xbs, int x
 
 template <typename T, typename W, int KP>
 __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const RowsBwdArgs<T, W> a) {
+  const int K = rows_taps<KP>(a.K);  // compile-time where KP is exact
   static_assert(sizeof(T) <= 4, "float, half or bfloat16 activations");
   constexpr int EPW = int(4 / sizeof(T));
   const int warp = int(threadIdx.x) / 32;
@@ -833,7 +846,7 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
   auto load_taps = [&](int64_t c) {
 #pragma unroll
     for (int m = 0; m < KP; ++m) {
-      wf[m] = (a.want_x && m >= KP - a.K) ? float(in_cvt(a.w[c * a.K + (KP - 1 - m)])) : 0.f;
+      wf[m] = (a.want_x && m >= KP - K) ? float(in_cvt(a.w[c * K + (KP - 1 - m)])) : 0.f;
     }
   };
   fetch(cur, base);
@@ -858,24 +871,24 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
     if constexpr (EPW == 2) {
       if (od != 0) {
         rows_bwd_words_compute<T, KP, 1, 0>(dys, a.nd, xbs, a.nxb, dxs, nrows, a.nu, a.nvx, a.nwi,
-                                            a.K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
+                                            K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
       } else {
         rows_bwd_words_compute<T, KP, 0, 1>(dys, a.nd, xbs, a.nxb, dxs, nrows, a.nu, a.nvx, a.nwi,
-                                            a.K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
+                                            K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
       }
     } else {
       rows_bwd_words_compute<T, KP, 0, 0>(dys, a.nd, xbs, a.nxb, dxs, nrows, a.nu, a.nvx, a.nwi,
-                                          a.K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
+                                          K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
     }
     if (want_wb) {
       // The unit's sums, then lane t writes value t to the unit's slot.
-      rows_warp_sums(accw, accb, a.K);
-      float* slot = a.part + (cur.pb / a.rpw) * (a.K + 1) * a.C + cur.c;
+      rows_warp_sums(accw, accb, K);
+      float* slot = a.part + (cur.pb / a.rpw) * (K + 1) * a.C + cur.c;
 #pragma unroll
       for (int k = 0; k < KP; ++k) {
-        if (lane == k && k < a.K) slot[int64_t(k) * a.C] = a.want_w ? accw[k] : 0.f;
+        if (lane == k && k < K) slot[int64_t(k) * a.C] = a.want_w ? accw[k] : 0.f;
       }
-      if (lane == 31) slot[int64_t(a.K) * a.C] = a.want_b ? accb : 0.f;
+      if (lane == 31) slot[int64_t(K) * a.C] = a.want_b ? accb : 0.f;
     }
     __syncwarp();
     if (a.want_x) {
@@ -893,6 +906,7 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
 
 template <typename T, typename W, int KP>
 __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_kernel(const RowsBwdArgs<T, W> a) {
+  const int K = rows_taps<KP>(a.K);  // compile-time where KP is exact
   using A = acc_of<T>;
   static_assert(std::is_same_v<A, float>, "float, half or bfloat16 activations");
   constexpr int NW = rows_window_vecs<KP>();
@@ -912,7 +926,7 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_kernel(const RowsBwdA
     float wf[KP];  // flipped: wf[m] = w[KP - 1 - m]
 #pragma unroll
     for (int m = 0; m < KP; ++m) {
-      wf[m] = (a.want_x && m >= KP - a.K) ? float(in_cvt(a.w[c * a.K + (KP - 1 - m)])) : 0.f;
+      wf[m] = (a.want_x && m >= KP - K) ? float(in_cvt(a.w[c * K + (KP - 1 - m)])) : 0.f;
     }
     float accw[KP];
 #pragma unroll
@@ -939,7 +953,7 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_kernel(const RowsBwdA
           for (int e = 0; e < 8; ++e) acc[e] = 0.f;
 #pragma unroll
           for (int k = 0; k < KP; ++k) {  // tap k at window offset m = KP - 1 - k
-            if (k >= a.K) break;
+            if (k >= K) break;
 #pragma unroll
             for (int e = 0; e < 8; ++e) acc[e] = fmaf(wf[KP - 1 - k], win[e + KP - 1 - k], acc[e]);
           }
@@ -953,7 +967,7 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_kernel(const RowsBwdA
             rows_window<T, NW>(row + off_xb + 8 * u, win);
 #pragma unroll
             for (int k = 0; k < KP; ++k) {
-              if (k >= a.K) break;
+              if (k >= K) break;
 #pragma unroll
               for (int e = 0; e < 8; ++e) accw[k] = fmaf(d8[e], win[e + k], accw[k]);
             }
@@ -976,7 +990,7 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_kernel(const RowsBwdA
     }
     if (want_wb) {
       // Fixed-order sums: the warp's, then the warps in order.
-      rows_warp_sums(accw, accb, a.K);
+      rows_warp_sums(accw, accb, K);
       if (lane == 0) {
 #pragma unroll
         for (int k = 0; k < KP; ++k) red[warp * (KP + 1) + k] = accw[k];
@@ -984,16 +998,16 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_kernel(const RowsBwdA
       }
       __syncthreads();
       const int t = int(threadIdx.x);
-      if (t <= a.K) {
-        const int src = t < a.K ? t : KP;
-        const bool wanted = t < a.K ? a.want_w : a.want_b;
+      if (t <= K) {
+        const int src = t < K ? t : KP;
+        const bool wanted = t < K ? a.want_w : a.want_b;
         float s = 0.f;
         if (wanted) {
           s = red[src];
 #pragma unroll
           for (int w = 1; w < kWarps; ++w) s += red[w * (KP + 1) + src];
         }
-        a.part[(si * (a.K + 1) + t) * a.C + c] = s;
+        a.part[(si * (K + 1) + t) * a.C + c] = s;
       }
       __syncthreads();  // red is rewritten by the next block of this grid-stride loop
     }
