@@ -8,6 +8,7 @@ checked against a float64 reference with both settings (a quick guard; the test 
 test_short_rows_kernel is the real check).
 
     python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps] [db] [words] [words16] [words_bwd] [span]
+                                            [specialized]
     # default: the first two
     # db: the rows forward double-buffered (SEPCONV1D_DW_ROWS_DB=1) against single-buffered (=0)
     # words: the rows forward by word copies where rows are word-aligned (SEPCONV1D_DW_ROWS_WORDS=1)
@@ -18,6 +19,9 @@ test_short_rows_kernel is the real check).
     #   rows backward by 16-byte staging (=0), all three gradients
     # span: the rows forward and backward (rows forced on) at the library's outputs per warp pass
     #   against SEPCONV1D_DW_ROWS_SPAN = 256, 1024 and 2048
+    # specialized: the rows forward and backward (rows forced on) with K 3, 5 and 9 compiled
+    #   exactly (SEPCONV1D_DW_SPECIALIZED=1) against padded to 4, 8 and 12 (=0); the other K are
+    #   controls
     # JSON to $OUT/depthwise_rows_ab.json (default /tmp)
 """
 
@@ -220,7 +224,7 @@ def main() -> None:
     torch.backends.cudnn.allow_tf32 = True
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
                "depthwise": [], "separable": [], "double_buffered": [], "words": [], "words16": [],
-               "words_bwd": [], "span": []}
+               "words_bwd": [], "span": [], "specialized": []}
     parts = set(sys.argv[1:]) or {"depthwise", "steps"}
     for dtype in (torch.bfloat16, torch.float32) if "db" in parts else ():
         for case in DEPTHWISE:
@@ -235,6 +239,10 @@ def main() -> None:
     for dtype in (torch.bfloat16, torch.float32) if "words_bwd" in parts else ():
         for case in DEPTHWISE:
             results["words_bwd"].append(time_backward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_WORDS_BWD"))
+    for dtype in (torch.bfloat16, torch.float32) if "specialized" in parts else ():
+        for case in DEPTHWISE:
+            results["specialized"].append(time_forward_switch(*case, dtype, "SEPCONV1D_DW_SPECIALIZED", {}))
+            results["specialized"].append(time_backward_switch(*case, dtype, "SEPCONV1D_DW_SPECIALIZED"))
     for dtype in (torch.bfloat16, torch.float32) if "span" in parts else ():
         for case in DEPTHWISE:
             results["span"].append(time_span(*case, dtype))

@@ -90,9 +90,12 @@ bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
 // outputs per warp pass by SEPCONV1D_DW_ROWS_SPAN (A/B of rows_plan's rule); their forward's
 // double buffering by SEPCONV1D_DW_ROWS_DB: "0" never, "1" wherever it fits in shared memory; and
 // their word copies on word-aligned rows by SEPCONV1D_DW_ROWS_WORDS (forward) and
-// SEPCONV1D_DW_ROWS_WORDS_BWD (backward), "0" / "1".
+// SEPCONV1D_DW_ROWS_WORDS_BWD (backward), "0" / "1". SEPCONV1D_DW_SPECIALIZED=0 turns the
+// compiled kernel sizes off (every K then runs as a run-time or padded K: A/B runs).
 dwk::Tuning tuning() {
   dwk::Tuning t;
+  const char* spec = std::getenv("SEPCONV1D_DW_SPECIALIZED");
+  if (spec != nullptr && *spec != '\0') t.allow_specialized = std::atoi(spec) != 0;
   const char* env = std::getenv("SEPCONV1D_DW_ROWS");
   if (env != nullptr && *env != '\0') t.rows = std::atoi(env) != 0 ? 1 : 0;
   const char* span = std::getenv("SEPCONV1D_DW_ROWS_SPAN");  // outputs per warp pass (A/B)

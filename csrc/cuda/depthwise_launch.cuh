@@ -68,7 +68,7 @@ struct DevInfo {
 
 // Test knobs (the extension always uses the defaults).
 struct Tuning {
-  bool allow_specialized = true;  // K = 3, 4, 5, 9 compiled kernels
+  bool allow_specialized = true;  // K = 3, 4, 5, 9 compiled kernels (rows kernels: 3, 5, 9)
   bool allow_reg_fwd = true;      // register-direct CF and CL forwards (depthwise_fwd_reg.cuh)
   bool allow_reg_bwd = true;      // register-direct CF and CL backwards (depthwise_bwd_reg*.cuh)
   bool allow_tc = true;           // tensor-core CF forward / backward of half types (depthwise_tc.cuh)
@@ -447,7 +447,7 @@ bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, co
     a.split = plan.split;
     const int64_t grid = std::min<int64_t>(pr.C * plan.split, std::min<int64_t>(tune.max_grid, INT_MAX));
     bool launched = false;
-    dispatch_padded_taps(pr.K, [&](auto kp) {
+    dispatch_padded_taps(pr.K, tune.allow_specialized, [&](auto kp) {
       constexpr int KP = decltype(kp)::value;
       if constexpr (KP > 0) {  // dispatch_padded_taps never calls KP = 0 (dispatch_int's miss)
         a.nx = 8 * (a.nv + rows_window_vecs<KP>() - 1);
@@ -558,7 +558,7 @@ bool backward_rows(const Problem& pr, const RowsPlan& plan, const T* dy, const D
     a.split = plan.split;
     const int64_t grid = std::min<int64_t>(pr.C * plan.split, std::min<int64_t>(tune.max_grid, INT_MAX));
     bool launched = false;
-    dispatch_padded_taps(pr.K, [&](auto kp) {
+    dispatch_padded_taps(pr.K, tune.allow_specialized, [&](auto kp) {
       constexpr int KP = decltype(kp)::value;
       if constexpr (KP > 0) {
         const int64_t D = KP - 1 - pr.pl;
@@ -601,7 +601,7 @@ int64_t backward_rows_words(const Problem& pr, const RowsPlan& plan, const T* dy
     const bool want_wb = want_w || want_b;
     RowsBwdArgs<T, W> a = rows_bwd_args(pr, dy, dyd, x, xd, w, dx, dxd, want_w, want_b);
     int64_t slots = -1;
-    dispatch_padded_taps(pr.K, [&](auto kp) {
+    dispatch_padded_taps(pr.K, tune.allow_specialized, [&](auto kp) {
       constexpr int KP = decltype(kp)::value;
       if constexpr (KP > 0) {
         constexpr int NW = rows_window_vecs<KP>();
