@@ -238,7 +238,7 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words, words16):
     SEPCONV1D_DW_ROWS_WORDS_BWD=1: float32, and half types at even lengths and offsets, the
     forward's copies 16 bytes wide between the row ends where a channel's rows share their offset
     within 16-byte chunks, 24 channels here, SEPCONV1D_DW_ROWS_WORDS16=1, or 4 bytes wide, =0):
-    forward and all three gradients against float64 for every
+    forward and all three gradients against float64 for the compiled sizes (3, 5, 9) and every
     padded tap count (K up to 32, across 4, 8, 12, 16, 24 and 32), pad_left 0 / middle / K - 1
     with right pads that end the rows early or late, rows shorter than the kernel's window and
     than a warp's lanes, odd and 16-byte-unaligned lengths, rows up to the 2048 limit (and one
