@@ -606,7 +606,9 @@ int64_t backward_rows_words(const Problem& pr, const RowsPlan& plan, const T* dy
       if constexpr (KP > 0) {
         constexpr int NW = rows_window_vecs<KP>();
         a.sd = int(ceil_div(KP - 1 - pr.pl, EPW) * EPW);
-        a.sx = int(ceil_div(KP - 1, EPW) * EPW);
+        // x at the first whole word from KP - 1 + OD = sd + pl (OD = sd - D): the dw windows then
+        // start DX = sx - (KP - 1) - OD = 0 or 1 elements into their vectors.
+        a.sx = int(ceil_div(a.sd + pr.pl, EPW) * EPW);
         a.nwi = want_wb ? int(ceil_div(a.sd + pr.Lo, 8)) : 0;
         a.nu = std::max(a.want_x ? a.nvx : 0, a.nwi);
         a.nd = 8 * (a.nu + NW - 1);

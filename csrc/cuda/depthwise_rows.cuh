@@ -729,12 +729,14 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
 // The forward's word copies applied to the backward (same rows condition: dy, x and dx rows start
 // on 4-byte boundaries and hold whole words). dy is staged at dys[j + sd] (sd = D + OD, D = KP - 1
 // - pl as in the index maps above, OD = 0 or 1 so that sd is whole words) and x at xbs[i + sx] (sx
-// = KP - 1 + OX, OX likewise). Then, for output item u (8 consecutive positions):
+// = KP - 1 + OX, OX >= OD the least that makes sx whole words). Then, for output item u (8
+// consecutive positions):
 //   dx[8u + e] = sum_k w[k] dys[8u + e + OD + KP - 1 - k]
 //   dw[k]     += sum_e dys[8u + e] xbs[8u + e + k + OX - OD]     (items over dys's whole row)
 //   db        += sum_e dys[8u + e]
 // Both read aligned dy vectors from 8u, at the compile-time offsets OD and DX = OX - OD
-// (float32: 0 and 0; half types: (0, 1) or (1, 0) by pl's parity). Units, runs per warp and the
+// (float32: 0 and 0; half types by the parities of pl and KP: (0, 1) or (1, 0) for even KP, (0, 0)
+// or (1, 1) for the odd compiled sizes). Units, runs per warp and the
 // two buffer sets are as in the words forward. Each unit's dw / db sums (a fixed lane order, then a
 // butterfly) go to their own slot, part[group][K + 1][C] (group = the unit's batch rows / rpw), so
 // the sums never depend on how units are spread over warps; dw_reduce_kernel adds the groups.
@@ -869,12 +871,16 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
     float accb = 0.f;
     const int od = a.sd - (KP - 1 - a.pl);
     if constexpr (EPW == 2) {
+      // DX at OD = 0: sx is KP - 1 rounded up to a whole word, so 1 for even KP, 0 for odd.
+      constexpr int DX0 = (KP - 1) & 1;
+      DW_ASSERT(a.sx - (KP - 1) - od == (od != 0 ? 1 - DX0 : DX0));
       if (od != 0) {
-        rows_bwd_words_compute<T, KP, 1, 0>(dys, a.nd, xbs, a.nxb, dxs, nrows, a.nu, a.nvx, a.nwi,
-                                            K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
+        rows_bwd_words_compute<T, KP, 1, 1 - DX0>(dys, a.nd, xbs, a.nxb, dxs, nrows, a.nu, a.nvx,
+                                                  a.nwi, K, a.want_x, a.want_w, a.want_b, wf, accw,
+                                                  accb, lane);
       } else {
-        rows_bwd_words_compute<T, KP, 0, 1>(dys, a.nd, xbs, a.nxb, dxs, nrows, a.nu, a.nvx, a.nwi,
-                                            K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
+        rows_bwd_words_compute<T, KP, 0, DX0>(dys, a.nd, xbs, a.nxb, dxs, nrows, a.nu, a.nvx, a.nwi,
+                                              K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
       }
     } else {
       rows_bwd_words_compute<T, KP, 0, 0>(dys, a.nd, xbs, a.nxb, dxs, nrows, a.nu, a.nvx, a.nwi,
