@@ -297,7 +297,8 @@ bool rows_apply(const Problem& pr, bool fast) {
 }
 
 // Where the rows kernels measured faster than the kernel the problem takes otherwise (H200,
-// scripts/depthwise_rows_ab.py, csrc/NOTES.md, thirty-ninth, forty-sixth and fiftieth sessions).
+// scripts/depthwise_rows_ab.py, csrc/NOTES.md, thirty-ninth, forty-sixth, fiftieth and fifty-first
+// sessions).
 // `aligned`: the rows of every tensor read or written are 16-byte aligned (the register-direct
 // kernels' condition).
 //   forward, rows of at most 256: always (with the words kernel: FastConformer L210 K9 bf16 3.8x,
@@ -306,13 +307,17 @@ bool rows_apply(const Problem& pr, bool fast) {
 //     (Conformer L500 K31 1.3x, L835 / 1023 K9 1.4x, Vocos L1024 K7 1.4x; L2047 K15 0.89x), float32
 //     up to 2048 (Conformer 1.6x, L835 K9 1.3x, Vocos 1.2x, L1023 K9 1.03x, L2047 K15 2.2x); aligned
 //     rows with a compiled K keep the register-direct kernels (L2048 K9 0.68x / 0.61x);
-//   backward (remeasured with the words backward in the fiftieth session; H100 in brackets): rows
-//     of at most 128 (L64 K3 bf16 3.4x, float32 2.1x); rows of 129-256 in half types or not aligned
-//     (FastConformer L210 2.5x / 2.3x, Citrinet L250 1.4x / 2.1x, aligned L256 K5 bf16 1.37x
-//     [1.38x]; aligned float32 L256 K5 0.97x [0.95x] stays off); float32 rows of 257-512 whose K is
-//     not compiled (Conformer L500 K31 1.60x [1.58x]; beyond 512 or with a compiled K it loses or
-//     barely wins: L835 K9 0.88x, Vocos L1024 K7 1.11x [1.05x], L2047 K15 0.70x); the half-type
-//     backward beyond 256 stays on the tensor-core kernels (Conformer K31 0.69x).
+//   backward (remeasured in the fifty-first session, with K 3, 5 and 9 compiled exactly in the rows
+//     kernels; bf16 / float32):
+//     rows of at most 256: always (L64 K3 3.7x / 2.3x, FastConformer L210 2.8x / 2.8x, Citrinet
+//       L250 1.4x / 2.2x, aligned L256 K5 1.6x / 1.10x);
+//     rows of 257-1024 that are not aligned or whose K is not compiled: float32 at any K, half
+//       types up to K 11 (L300 K7 1.75x / 2.7x, L500 K9 1.41x, L500 K11 1.14x / 1.66x, L835 K9
+//       1.09x / 1.20x, L1023 K9 1.12x / 1.06x, Vocos L1024 K7 1.06x / 1.19x, float32 L835 K15 1.25x
+//       and Conformer L500 K31 1.61x; half types at K15 L835 0.81x, Conformer K31 0.69x);
+//     aligned rows with a compiled K: half types up to 512 (L512 K9 1.15x, L512 K3 1.09x; L1000 K3
+//       0.78x, L1024 K9 0.84x), float32 none (L500 K9 0.77x, L512 K3 0.80x);
+//     longer rows lose (L2047 K15 0.74x, L2048 K9 0.80x / 0.61x).
 // SEPCONV1D_DW_ROWS (Tuning::rows) overrides.
 template <typename T>
 bool rows_preferred(const Problem& pr, bool aligned, bool backward) {
@@ -320,8 +325,9 @@ bool rows_preferred(const Problem& pr, bool aligned, bool backward) {
   bool compiled = false;
   dispatch_kernel_size(pr.K, [&](auto kc) { compiled = decltype(kc)::value > 0; });
   if (backward) {
-    if (len <= 128 || ((sizeof(T) == 2 || !aligned) && len <= 256)) return true;
-    return sizeof(T) == 4 && !compiled && len <= 512;
+    if (len <= 256) return true;
+    if (sizeof(T) == 2) return pr.K <= 11 && (len <= 512 || ((!aligned || !compiled) && len <= 1024));
+    return (!aligned || !compiled) && len <= 1024;
   }
   if (len <= 256) return true;
   return (!aligned || !compiled) && len <= (sizeof(T) == 2 ? 1024 : kRowsMaxLen);
