@@ -19,9 +19,9 @@ test_short_rows_kernel is the real check).
     #   rows backward by 16-byte staging (=0), all three gradients
     # span: the rows forward and backward (rows forced on) at the library's outputs per warp pass
     #   against SEPCONV1D_DW_ROWS_SPAN = 256, 1024 and 2048
-    # specialized: the rows forward and backward (rows forced on) with K 3, 5 and 9 compiled
-    #   exactly (SEPCONV1D_DW_SPECIALIZED=1) against padded to 4, 8 and 12 (=0); the other K are
-    #   controls
+    # specialized: the rows forward and backward (rows forced on) with K 3, 5, 7, 9, 11 and 31
+    #   compiled exactly (SEPCONV1D_DW_SPECIALIZED=1) against padded to 4, 8, 12 and 32 (=0); K 15
+    #   is a control
     # JSON to $OUT/depthwise_rows_ab.json (default /tmp)
 """
 

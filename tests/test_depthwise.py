@@ -238,8 +238,8 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words, words16):
     SEPCONV1D_DW_ROWS_WORDS_BWD=1: float32, and half types at even lengths and offsets, the
     forward's copies 16 bytes wide between the row ends where a channel's rows share their offset
     within 16-byte chunks, 24 channels here, SEPCONV1D_DW_ROWS_WORDS16=1, or 4 bytes wide, =0):
-    forward and all three gradients against float64 for the compiled sizes (3, 5, 9) and every
-    padded tap count (K up to 32, across 4, 8, 12, 16, 24 and 32), pad_left 0 / middle / K - 1
+    forward and all three gradients against float64 for the exact sizes (3, 5, 7, 9, 11, 31) and
+    every padded tap count (K up to 32, across 4, 8, 12, 16, 24 and 32), pad_left 0 / middle / K - 1
     with right pads that end the rows early or late, rows shorter than the kernel's window and
     than a warp's lanes, odd and 16-byte-unaligned lengths, rows up to the 2048 limit (and one
     past it), views one element in, batch-strided views, a channel-last input (other kernels), dx
@@ -256,7 +256,7 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words, words16):
         (2, 13, 0, 1, "sliced"), (12, 40, 11, 3, "contiguous"), (13, 257, 6, 6, "batch_strided"),
         (16, 31, 0, 15, "contiguous"), (17, 129, 8, 8, "sliced"), (24, 64, 23, 0, "contiguous"),
         (32, 2048, 16, 15, "contiguous"), (25, 2047, 0, 30, "sliced"), (7, 2049, 3, 3, "contiguous"),
-        (9, 333, 4, 4, "channels_last"),
+        (9, 333, 4, 4, "channels_last"), (7, 300, 3, 3, "contiguous"), (6, 100, 2, 3, "sliced"),
     ]
     for i, (k, length, left, right, layout) in enumerate(cases):
         channels = (5, 24, 13)[i % 3]

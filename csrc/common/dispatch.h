@@ -72,18 +72,20 @@ void dispatch_kernel_size(int64_t kernel_size, F&& f) {
 }
 
 // The short-row depthwise kernels (depthwise_rows.cuh): with `compiled`, the compiled sizes 3, 5
-// and 9 exactly; other taps padded to the nearest of 4, 8, 12, 16, 24 or 32 (the padded taps are
-// skipped, not multiplied by zero; an exact size has no skip tests and, at K 9, a window one
-// vector shorter at some offsets). Calls f(integral_constant<int, KP>) and returns true, or
-// returns false for K outside [1, 32].
+// and 9 and the other models' odd sizes 7 (Vocos, SNAC), 11 (Citrinet) and 31 (Conformer) exactly;
+// other taps padded to the nearest of 4, 8, 12, 16, 24 or 32 (the padded taps are skipped, not
+// multiplied by zero; an exact size has no skip tests and, at K 9, a window one vector shorter at
+// some offsets). Calls f(integral_constant<int, KP>) and returns true, or returns false for K
+// outside [1, 32].
 template <typename F>
 bool dispatch_padded_taps(int64_t kernel_size, bool compiled, F&& f) {
   if (kernel_size < 1 || kernel_size > 32) return false;
-  const bool exact = compiled && (kernel_size == 3 || kernel_size == 5 || kernel_size == 9);
+  const bool exact = compiled && (kernel_size == 3 || kernel_size == 5 || kernel_size == 7 ||
+                                  kernel_size == 9 || kernel_size == 11 || kernel_size == 31);
   const int64_t kp = exact                ? kernel_size
                      : kernel_size <= 16 ? (kernel_size + 3) / 4 * 4
                                          : (kernel_size + 7) / 8 * 8;
-  dispatch_int<3, 4, 5, 8, 9, 12, 16, 24, 32>(kp, f);
+  dispatch_int<3, 4, 5, 7, 8, 9, 11, 12, 16, 24, 31, 32>(kp, f);
   return true;
 }
 

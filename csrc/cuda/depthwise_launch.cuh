@@ -68,7 +68,7 @@ struct DevInfo {
 
 // Test knobs (the extension always uses the defaults).
 struct Tuning {
-  bool allow_specialized = true;  // K = 3, 4, 5, 9 compiled kernels (rows kernels: 3, 5, 9)
+  bool allow_specialized = true;  // K = 3, 4, 5, 9 compiled kernels (rows: 3, 5, 7, 9, 11, 31)
   bool allow_reg_fwd = true;      // register-direct CF and CL forwards (depthwise_fwd_reg.cuh)
   bool allow_reg_bwd = true;      // register-direct CF and CL backwards (depthwise_bwd_reg*.cuh)
   bool allow_tc = true;           // tensor-core CF forward / backward of half types (depthwise_tc.cuh)

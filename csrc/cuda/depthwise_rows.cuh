@@ -18,7 +18,7 @@
 //      window below starts on an 8-element boundary;
 //   2. compute: lane items of 8 consecutive outputs; the window (8 + KP - 1 elements) is read as
 //      aligned 8-element vectors, widened to float, and the taps run unrolled with compile-time
-//      indices (KP = K for the compiled sizes 3, 5 and 9, else K padded to 4, 8, 12, 16, 24 or 32;
+//      indices (KP = K for 3, 5, 7, 9, 11 and 31, else K padded to 4, 8, 12, 16, 24 or 32;
 //      the padded taps are skipped by a uniform exit, never multiplied by zero, so inf and NaN
 //      propagate as in the reference);
 //   3. store: the outputs from shared memory in 16-byte chunks aligned to the destination row
@@ -57,7 +57,7 @@ constexpr int rows_window_vecs() {
   return (8 + KP - 1 + MAXOFF + 7) / 8;
 }
 
-// The taps a rows kernel runs: KP itself where the dispatch compiled K exactly (odd KP: 3, 5, 9;
+// The taps a rows kernel runs: KP itself where the dispatch compiled K exactly (odd KP: 3 ... 31;
 // dispatch_padded_taps pads every other K to a multiple of 4), so that the skip tests of the
 // padded taps fold away; else the run-time K.
 template <int KP>
