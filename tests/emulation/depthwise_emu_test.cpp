@@ -1006,15 +1006,15 @@ int main_impl(int argc, char** argv) {
     }
   }
 
-  // Short-row kernels (dw_fwd_cf_rows_kernel, dw_bwd_cf_rows_kernel), forced on: every padded
-  // tap count (4, 8, 12, 16, 24, 32) at its edges, pad_left 0 / middle / K - 1 with right pads that
+  // Short-row kernels (dw_fwd_cf_rows_kernel, dw_bwd_cf_rows_kernel), forced on: the exact sizes
+  // (3, 5, 7, 9, 11, 31) and every padded tap count (4, 8, 12, 16, 24, 32) at its edges, pad_left 0 / middle / K - 1 with right pads that
   // end the rows early, on time or late, rows shorter than a vector, than a window and than a warp's
   // lanes, rows of several warp passes (B not a multiple of the rows per pass), unaligned rows and
   // row strides, every subset of the gradients, forced splits and a capped grid (grid-stride
   // blocks), every dtype pair but float64 (which takes the other kernels).
   {
     const int rows_types[] = {0, 1, 2, 4, 5};
-    const int64_t Ks[] = {1, 2, 3, 4, 5, 8, 9, 12, 13, 16, 17, 24, 25, 31, 32};
+    const int64_t Ks[] = {1, 2, 3, 4, 5, 7, 8, 9, 11, 12, 13, 16, 17, 24, 25, 31, 32};
     const int64_t lens[] = {1, 5, 8, 13, 40, 210, 257};
     int idx = 0;
     for (int64_t K : Ks) {
