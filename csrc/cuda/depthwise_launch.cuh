@@ -307,8 +307,8 @@ bool rows_apply(const Problem& pr, bool fast) {
 //     (Conformer L500 K31 1.3x, L835 / 1023 K9 1.4x, Vocos L1024 K7 1.4x; L2047 K15 0.89x), float32
 //     up to 2048 (Conformer 1.6x, L835 K9 1.3x, Vocos 1.2x, L1023 K9 1.03x, L2047 K15 2.2x); aligned
 //     rows with a compiled K keep the register-direct kernels (L2048 K9 0.68x / 0.61x);
-//   backward (remeasured in the fifty-first session, with K 3, 5 and 9 compiled exactly in the rows
-//     kernels; bf16 / float32):
+//   backward (remeasured in the fifty-first session with K 3, 5 and 9 exact in the rows kernels; 7,
+//     11 and 31 became exact after, which only speeds the rows side further; bf16 / float32):
 //     rows of at most 256: always (L64 K3 3.7x / 2.3x, FastConformer L210 2.8x / 2.8x, Citrinet
 //       L250 1.4x / 2.2x, aligned L256 K5 1.6x / 1.10x);
 //     rows of 257-1024 that are not aligned or whose K is not compiled: float32 at any K, half
