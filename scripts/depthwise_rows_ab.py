@@ -8,7 +8,7 @@ checked against a float64 reference with both settings (a quick guard; the test 
 test_short_rows_kernel is the real check).
 
     python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps] [db] [words] [words16] [words_bwd] [span]
-                                            [specialized]
+                                            [specialized] [rule]
     # default: the first two
     # db: the rows forward double-buffered (SEPCONV1D_DW_ROWS_DB=1) against single-buffered (=0)
     # words: the rows forward by word copies where rows are word-aligned (SEPCONV1D_DW_ROWS_WORDS=1)
@@ -19,6 +19,7 @@ test_short_rows_kernel is the real check).
     #   rows backward by 16-byte staging (=0), all three gradients
     # span: the rows forward and backward (rows forced on) at the library's outputs per warp pass
     #   against SEPCONV1D_DW_ROWS_SPAN = 256, 1024 and 2048
+    # rule: as depthwise, at ten more lengths of 257-1024 (RULE; with depthwise, the rows rules' table)
     # specialized: the rows forward and backward (rows forced on) with K 3, 5, 7, 9, 11 and 31
     #   compiled exactly (SEPCONV1D_DW_SPECIALIZED=1) against padded to 4, 8, 12 and 32 (=0); K 15
     #   is a control
@@ -58,6 +59,21 @@ DEPTHWISE = [
     ("L1023 K9", 16, 512, 1023, 9, 4, 4),
     ("L2048 K9", 8, 512, 2048, 9, 4, 4),
     ("L2047 K15", 8, 512, 2047, 15, 7, 7),
+]
+
+# Lengths of 257-1024 at compiled and run-time K, aligned and not: with DEPTHWISE, the table the rows
+# backward rule was set from (csrc/NOTES.md, fifty-first session).
+RULE = [
+    ("L512 K9", 32, 512, 512, 9, 4, 4),
+    ("L1024 K9", 16, 512, 1024, 9, 4, 4),
+    ("L512 K3", 32, 512, 512, 3, 1, 1),
+    ("L1024 K5", 16, 512, 1024, 5, 2, 2),
+    ("L500 K9", 32, 512, 500, 9, 4, 4),
+    ("L500 K11", 32, 512, 500, 11, 5, 5),
+    ("L500 K15", 32, 512, 500, 15, 7, 7),
+    ("L835 K15", 32, 512, 835, 15, 7, 7),
+    ("L300 K7", 64, 512, 300, 7, 3, 3),
+    ("L1000 K3", 16, 512, 1000, 3, 1, 1),
 ]
 
 # (name, B, Cin, Cout, L, K, pad_left, pad_right, dtype)
@@ -246,8 +262,8 @@ def main() -> None:
     for dtype in (torch.bfloat16, torch.float32) if "span" in parts else ():
         for case in DEPTHWISE:
             results["span"].append(time_span(*case, dtype))
-    for dtype in (torch.bfloat16, torch.float32) if "depthwise" in parts else ():
-        for case in DEPTHWISE:
+    for dtype in (torch.bfloat16, torch.float32) if "depthwise" in parts or "rule" in parts else ():
+        for case in (DEPTHWISE if "depthwise" in parts else []) + (RULE if "rule" in parts else []):
             results["depthwise"].append(time_depthwise(*case, dtype))
     for case in SEPARABLE if "steps" in parts else ():
         results["separable"].append(time_separable(*case))
