@@ -744,19 +744,84 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
 // wanted), then rpw dx rows of 8 * nvx when dx is wanted. Only the part of dy's row that some
 // item reads is copied (ldy < Lo where dx alone is wanted and the right padding is long).
 
-// A warp's dw / db sums in a fixed order (a butterfly per value), left in every lane; both rows
-// backwards use it, so their slots add the same way.
-template <int KP>
-DW_DEV void rows_warp_sums(float (&accw)[KP], float& accb, int K) {
+// A warp's dw / db sums, scattered over its lanes: N = KP + 1 values (the taps' sums, then db's)
+// by recursive halving. Each round pairs lanes o apart that hold the same values, and each lane
+// keeps half of them (the lower half where lane & o is 0) plus its partner's copy of that half: one
+// shuffle per value kept, where a butterfly per value took 5 per value (50 shuffles for K 9, 12
+// here; 160 for K 31, 31 here). Once one value is left the remaining rounds are a butterfly; after
+// the five rounds a lane holds ceil(N / 32) totals (2 for KP 32; an odd count halves to a zero
+// filler in the upper half, which no lane stores). The order of the additions
+// depends only on the lanes, so the sums are the same every call; both rows backwards use it, so
+// their slots add the same way.
+template <int M, int O>
+DW_DEV void rows_halving_round(float (&v)[kRowsMaxTaps + 2], int lane, int& idx, int& len) {
+  if constexpr (O > 0) {
+    if constexpr (M > 1) {
+      constexpr int H = (M + 1) / 2;  // an odd M gets a zero value at M
+      const bool up = (lane & O) != 0;
 #pragma unroll
-  for (int k = 0; k < KP; ++k) {
-    if (k < K) {
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) accw[k] += __shfl_xor_sync(0xffffffffu, accw[k], o);
+      for (int i = 0; i < H; ++i) {
+        const float lo = v[i];
+        const float hi = i + H < M ? v[i + H] : 0.f;
+        v[i] = (up ? hi : lo) + __shfl_xor_sync(0xffffffffu, up ? lo : hi, O);
+      }
+      // The lane's values are now idx, idx + 1, ...: the first len real, the rest fillers.
+      if (up) {
+        idx += H;
+        len = len > H ? len - H : 0;
+      } else {
+        len = len < H ? len : H;
+      }
+      rows_halving_round<H, O / 2>(v, lane, idx, len);
+    } else {
+      v[0] += __shfl_xor_sync(0xffffffffu, v[0], O);
+      rows_halving_round<1, O / 2>(v, lane, idx, len);
     }
   }
+}
+
+// For N values: the totals a lane holds after rows_halving_round's five rounds, and the lane bits
+// of its butterfly rounds (lanes that differ only in them hold the same totals).
+constexpr int rows_scatter_held(int n) {
+  for (int o = 16; o > 0; o >>= 1) n = (n + 1) / 2;
+  return n;
+}
+constexpr int rows_scatter_copies(int n) {
+  int mask = 0;
+  for (int o = 16; o > 0; o >>= 1) {
+    if (n > 1) {
+      n = (n + 1) / 2;
+    } else {
+      mask |= o;
+    }
+  }
+  return mask;
+}
+
+// The warp's totals of values idx, idx + 1, ..., idx + len - 1 (value j: accw[j] for j < KP, accb
+// for j == KP) in total[0 .. len); `writer`: the one lane of those holding them that stores them.
+template <int KP>
+struct RowsScattered {
+  static constexpr int kHeld = rows_scatter_held(KP + 1);
+  float total[kHeld];
+  int idx, len;
+  bool writer;
+};
+template <int KP>
+DW_DEV RowsScattered<KP> rows_warp_sums(const float (&accw)[KP], float accb, int lane) {
+  static_assert(KP + 1 <= kRowsMaxTaps + 2, "the values fit");
+  float v[kRowsMaxTaps + 2];
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) accb += __shfl_xor_sync(0xffffffffu, accb, o);
+  for (int k = 0; k < KP; ++k) v[k] = accw[k];
+  v[KP] = accb;
+  RowsScattered<KP> r;
+  r.idx = 0;
+  r.len = KP + 1;
+  rows_halving_round<KP + 1, 16>(v, lane, r.idx, r.len);
+#pragma unroll
+  for (int j = 0; j < RowsScattered<KP>::kHeld; ++j) r.total[j] = v[j];
+  r.writer = (lane & rows_scatter_copies(KP + 1)) == 0;
+  return r;
 }
 
 // The items of one unit's rows: dx into dxs (rows 8 * nvx apart), dw / db into the lane's sums.
@@ -887,14 +952,17 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
                                           K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
     }
     if (want_wb) {
-      // The unit's sums, then lane t writes value t to the unit's slot.
-      rows_warp_sums(accw, accb, K);
+      // The unit's sums, scattered over the lanes; each value's writer stores it to the unit's slot
+      // (the padded taps past K are dropped).
+      const RowsScattered<KP> r = rows_warp_sums(accw, accb, lane);
       float* slot = a.part + (cur.pb / a.rpw) * (K + 1) * a.C + cur.c;
 #pragma unroll
-      for (int k = 0; k < KP; ++k) {
-        if (lane == k && k < K) slot[int64_t(k) * a.C] = a.want_w ? accw[k] : 0.f;
+      for (int j = 0; j < RowsScattered<KP>::kHeld; ++j) {
+        const int v = r.idx + j;
+        if (!r.writer || j >= r.len) continue;
+        if (v < K) slot[int64_t(v) * a.C] = a.want_w ? r.total[j] : 0.f;
+        if (v == KP) slot[int64_t(K) * a.C] = a.want_b ? r.total[j] : 0.f;
       }
-      if (lane == 31) slot[int64_t(K) * a.C] = a.want_b ? accb : 0.f;
     }
     __syncwarp();
     if (a.want_x) {
@@ -996,11 +1064,10 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_kernel(const RowsBwdA
     }
     if (want_wb) {
       // Fixed-order sums: the warp's, then the warps in order.
-      rows_warp_sums(accw, accb, K);
-      if (lane == 0) {
+      const RowsScattered<KP> r = rows_warp_sums(accw, accb, lane);
 #pragma unroll
-        for (int k = 0; k < KP; ++k) red[warp * (KP + 1) + k] = accw[k];
-        red[warp * (KP + 1) + KP] = accb;
+      for (int j = 0; j < RowsScattered<KP>::kHeld; ++j) {
+        if (r.writer && j < r.len) red[warp * (KP + 1) + r.idx + j] = r.total[j];
       }
       __syncthreads();
       const int t = int(threadIdx.x);
