@@ -380,6 +380,25 @@ DW_DEV void rows_put8_words(T* s, const float (&v)[8]) {
   }
 }
 
+// The first n of 8 outputs (n whole words; all 8 where n >= 8) rounded to T at s (aligned to 4
+// bytes) by 4-byte stores.
+template <typename T>
+DW_DEV void rows_put8_words_upto(T* s, const float (&v)[8], int n) {
+  DW_ASSERT(reinterpret_cast<uintptr_t>(s) % 4 == 0);
+  if constexpr (std::is_same_v<T, float>) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      if (e < n) s[e] = v[e];
+    }
+  } else {
+    uint32_t* d = reinterpret_cast<uint32_t*>(s);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (2 * e < n) d[e] = pack2<T>(v[2 * e], v[2 * e + 1]);
+    }
+  }
+}
+
 // The forward's arithmetic over a pass's staged rows: y[rr][8v + e] = b + sum_k w[k] xs[rr][8v +
 // OFF + e + k] for the lane items (row rr, vector v) flattened over the nrows rows (nv vectors
 // each); xs rows xpitch apart (16-byte aligned), y rows ypitch apart (16-byte aligned, or with
@@ -737,12 +756,13 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
 // Both read aligned dy vectors from 8u, at the compile-time offsets OD and DX = OX - OD
 // (float32: 0 and 0; half types by the parities of pl and KP: (0, 1) or (1, 0) for even KP, (0, 0)
 // or (1, 1) for the odd compiled sizes). Units, runs per warp and the
-// two buffer sets are as in the words forward. Each unit's dw / db sums (a fixed lane order, then a
-// butterfly) go to their own slot, part[group][K + 1][C] (group = the unit's batch rows / rpw), so
+// two buffer sets are as in the words forward. Each unit's dw / db sums (a fixed lane order, then
+// rows_warp_sums' reduce-scatter) go to their own slot, part[group][K + 1][C] (group = the unit's batch rows / rpw), so
 // the sums never depend on how units are spread over warps; dw_reduce_kernel adds the groups.
 // Shared memory per warp: two buffer sets (rpw dy rows of nd, then rpw x rows of nxb when dw is
-// wanted), then rpw dx rows of 8 * nvx when dx is wanted. Only the part of dy's row that some
-// item reads is copied (ldy < Lo where dx alone is wanted and the right padding is long).
+// wanted). dx goes from each item's registers straight to device memory by 4-byte stores, not
+// staged for row-wise stores (a shared store and load per word and a loop per row). Only the part of dy's row that some item reads is copied (ldy < Lo where
+// dx alone is wanted and the right padding is long).
 
 // A warp's dw / db sums, scattered over its lanes: N = KP + 1 values (the taps' sums, then db's)
 // by recursive halving. Each round pairs lanes o apart that hold the same values, and each lane
@@ -824,11 +844,12 @@ DW_DEV RowsScattered<KP> rows_warp_sums(const float (&accw)[KP], float accb, int
   return r;
 }
 
-// The items of one unit's rows: dx into dxs (rows 8 * nvx apart), dw / db into the lane's sums.
+// The items of one unit's rows: dx straight to its rows in device memory (dxg, rows dxsb apart,
+// L elements), dw / db into the lane's sums.
 template <typename T, int KP, int OD, int DX>
-DW_DEV void rows_bwd_words_compute(const T* dys, int dpitch, const T* xbs, int xpitch, T* dxs,
-                                   int nrows, int nu, int nvx, int nwi, int K, bool want_x,
-                                   bool want_w, bool want_b, const float (&wf)[KP],
+DW_DEV void rows_bwd_words_compute(const T* dys, int dpitch, const T* xbs, int xpitch, T* dxg,
+                                   int64_t dxsb, int L, int nrows, int nu, int nvx, int nwi, int K,
+                                   bool want_x, bool want_w, bool want_b, const float (&wf)[KP],
                                    float (&accw)[KP], float& accb, int lane) {
   constexpr int NW = rows_window_vecs<KP>();
   static_assert(8 + KP - 1 + OD <= 8 * NW && 8 + KP - 1 + DX <= 8 * NW,
@@ -848,7 +869,7 @@ DW_DEV void rows_bwd_words_compute(const T* dys, int dpitch, const T* xbs, int x
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[e] = fmaf(wf[KP - 1 - k], win[e + OD + KP - 1 - k], acc[e]);
       }
-      rows_put8<T>(dxs + rr * 8 * nvx + 8 * u, acc);
+      rows_put8_words_upto<T>(dxg + rr * dxsb + 8 * u, acc, L - 8 * u);
     }
     if (u < nwi) {
       float d8[8];  // read again: keeping the dx window live through here costs registers
@@ -889,8 +910,7 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
   const bool want_wb = a.want_w || a.want_b;
   const int xrows = a.want_w ? a.rpw * a.nxb : 0;
   const int set = a.rpw * a.nd + xrows;  // elements of one buffer set
-  T* const base = smem_base<T>() + int64_t(warp) * (2 * set + (a.want_x ? a.rpw * 8 * a.nvx : 0));
-  T* const dxs = base + 2 * set;
+  T* const base = smem_base<T>() + int64_t(warp) * (2 * set);
   // The padding cells of both sets: dy rows outside [sd, sd + ldy), x rows outside [sx, sx + lx).
   rows_zero_pads(base, a.rpw, a.nd, a.sd, a.sd + a.ldy, lane);
   rows_zero_pads(base + set, a.rpw, a.nd, a.sd, a.sd + a.ldy, lane);
@@ -930,6 +950,7 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
     const int nrows = rows_of(cur);
     const T* dys = base + bi * set;
     const T* xbs = dys + a.rpw * a.nd;
+    T* const dxg = a.dx + cur.pb * a.dxsb + cur.c * a.dxsc;
     float accw[KP];
 #pragma unroll
     for (int k = 0; k < KP; ++k) accw[k] = 0.f;
@@ -940,15 +961,15 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
       constexpr int DX0 = (KP - 1) & 1;
       DW_ASSERT(a.sx - (KP - 1) - od == (od != 0 ? 1 - DX0 : DX0));
       if (od != 0) {
-        rows_bwd_words_compute<T, KP, 1, 1 - DX0>(dys, a.nd, xbs, a.nxb, dxs, nrows, a.nu, a.nvx,
+        rows_bwd_words_compute<T, KP, 1, 1 - DX0>(dys, a.nd, xbs, a.nxb, dxg, a.dxsb, a.L, nrows, a.nu, a.nvx,
                                                   a.nwi, K, a.want_x, a.want_w, a.want_b, wf, accw,
                                                   accb, lane);
       } else {
-        rows_bwd_words_compute<T, KP, 0, DX0>(dys, a.nd, xbs, a.nxb, dxs, nrows, a.nu, a.nvx, a.nwi,
+        rows_bwd_words_compute<T, KP, 0, DX0>(dys, a.nd, xbs, a.nxb, dxg, a.dxsb, a.L, nrows, a.nu, a.nvx, a.nwi,
                                               K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
       }
     } else {
-      rows_bwd_words_compute<T, KP, 0, 0>(dys, a.nd, xbs, a.nxb, dxs, nrows, a.nu, a.nvx, a.nwi,
+      rows_bwd_words_compute<T, KP, 0, 0>(dys, a.nd, xbs, a.nxb, dxg, a.dxsb, a.L, nrows, a.nu, a.nvx, a.nwi,
                                           K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
     }
     if (want_wb) {
@@ -964,14 +985,9 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
         if (v == KP) slot[int64_t(K) * a.C] = a.want_b ? r.total[j] : 0.f;
       }
     }
-    __syncwarp();
-    if (a.want_x) {
-      rows_store_words(a.dx + cur.pb * a.dxsb + cur.c * a.dxsc, a.dxsb, nrows, dxs, 8 * a.nvx, a.L,
-                       lane);
-    }
     if (!more) break;
     if (nxt.c != cur.c) load_taps(nxt.c);
-    __syncwarp();  // dxs and this buffer set read by every lane before they are written again
+    __syncwarp();  // this buffer set read by every lane before it is written again
     cur = nxt;
     ++u;
     bi ^= 1;
