@@ -381,20 +381,40 @@ DW_DEV void rows_put8_words(T* s, const float (&v)[8]) {
 }
 
 // The first n of 8 outputs (n whole words; all 8 where n >= 8) rounded to T at s (aligned to 4
-// bytes) by 4-byte stores.
+// bytes). A whole item goes by the widest stores its address allows (16, 8 or 4 bytes): with lanes
+// 16 or 32 bytes apart, a warp's 4-byte store instruction spreads over 4 or 8 times the sectors
+// of the bytes it writes. The row's last item, cut short, goes by words.
 template <typename T>
-DW_DEV void rows_put8_words_upto(T* s, const float (&v)[8], int n) {
+DW_DEV void rows_put8_upto(T* s, const float (&v)[8], int n) {
+  constexpr int W = int(8 * sizeof(T) / 4);  // words per item
   DW_ASSERT(reinterpret_cast<uintptr_t>(s) % 4 == 0);
-  if constexpr (std::is_same_v<T, float>) {
+  uint32_t wd[W];
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      if (e < n) s[e] = v[e];
+  for (int e = 0; e < W; ++e) {
+    if constexpr (std::is_same_v<T, float>) {
+      memcpy(&wd[e], &v[e], 4);
+    } else {
+      wd[e] = pack2<T>(v[2 * e], v[2 * e + 1]);
+    }
+  }
+  const uintptr_t at = reinterpret_cast<uintptr_t>(s);
+  if (n >= 8 && at % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < W / 4; ++q) {
+      reinterpret_cast<uint4*>(s)[q] =
+          make_uint4(wd[4 * q], wd[4 * q + 1], wd[4 * q + 2], wd[4 * q + 3]);
+    }
+  } else if (n >= 8 && at % 8 == 0) {
+#pragma unroll
+    for (int q = 0; q < W / 2; ++q) {
+      reinterpret_cast<uint2*>(s)[q] = make_uint2(wd[2 * q], wd[2 * q + 1]);
     }
   } else {
+    constexpr int EPW = int(4 / sizeof(T));
     uint32_t* d = reinterpret_cast<uint32_t*>(s);
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      if (2 * e < n) d[e] = pack2<T>(v[2 * e], v[2 * e + 1]);
+    for (int e = 0; e < W; ++e) {
+      if (EPW * e < n) d[e] = wd[e];
     }
   }
 }
@@ -869,7 +889,7 @@ DW_DEV void rows_bwd_words_compute(const T* dys, int dpitch, const T* xbs, int x
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[e] = fmaf(wf[KP - 1 - k], win[e + OD + KP - 1 - k], acc[e]);
       }
-      rows_put8_words_upto<T>(dxg + rr * dxsb + 8 * u, acc, L - 8 * u);
+      rows_put8_upto<T>(dxg + rr * dxsb + 8 * u, acc, L - 8 * u);
     }
     if (u < nwi) {
       float d8[8];  // read again: keeping the dx window live through here costs registers
