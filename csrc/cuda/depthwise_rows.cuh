@@ -773,16 +773,17 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
 //   dx[8u + e] = sum_k w[k] dys[8u + e + OD + KP - 1 - k]
 //   dw[k]     += sum_e dys[8u + e] xbs[8u + e + k + OX - OD]     (items over dys's whole row)
 //   db        += sum_e dys[8u + e]
-// Both read aligned dy vectors from 8u, at the compile-time offsets OD and DX = OX - OD
-// (float32: 0 and 0; half types by the parities of pl and KP: (0, 1) or (1, 0) for even KP, (0, 0)
-// or (1, 1) for the odd compiled sizes). Units, runs per warp and the
-// two buffer sets are as in the words forward. Each unit's dw / db sums (a fixed lane order, then
-// rows_warp_sums' reduce-scatter) go to their own slot, part[group][K + 1][C] (group = the unit's batch rows / rpw), so
-// the sums never depend on how units are spread over warps; dw_reduce_kernel adds the groups.
-// Shared memory per warp: two buffer sets (rpw dy rows of nd, then rpw x rows of nxb when dw is
-// wanted). dx goes from each item's registers straight to device memory by 4-byte stores, not
-// staged for row-wise stores (a shared store and load per word and a loop per row). Only the part of dy's row that some item reads is copied (ldy < Lo where
-// dx alone is wanted and the right padding is long).
+// Both read aligned dy vectors from 8u, at the compile-time offsets OD and DX = OX - OD (float32: 0
+// and 0; half types by the parities of pl and KP: (0, 1) or (1, 0) for even KP, (0, 0) or (1, 1)
+// for the odd compiled sizes). Units, runs per warp and the two buffer sets are as in the words
+// forward. Each unit's dw / db sums (a fixed lane order, then rows_warp_sums' reduce-scatter) go to
+// their own slot, part[group][K + 1][C] (group = the unit's batch rows / rpw), so the sums never
+// depend on how units are spread over warps; dw_reduce_kernel adds the groups. Shared memory per
+// warp: two buffer sets (rpw dy rows of nd, then rpw x rows of nxb when dw is wanted), then, for
+// float32, rpw dx rows of 8 * nvx when dx is wanted. Half types store dx from each item's registers
+// straight to device memory, not staged for row-wise stores (a shared store and load per word and a
+// loop per row): rows_bwd_dx_direct. Only the part of dy's row that some item reads is copied (ldy
+// < Lo where dx alone is wanted and the right padding is long).
 
 // A warp's dw / db sums, scattered over its lanes: N = KP + 1 values (the taps' sums, then db's)
 // by recursive halving. Each round pairs lanes o apart that hold the same values, and each lane
@@ -864,11 +865,19 @@ DW_DEV RowsScattered<KP> rows_warp_sums(const float (&accw)[KP], float accb, int
   return r;
 }
 
-// The items of one unit's rows: dx straight to its rows in device memory (dxg, rows dxsb apart,
-// L elements), dw / db into the lane's sums.
+// Whether the words backward stores dx straight from the items' registers (half types) or stages
+// it in shared memory for row-wise word stores (float32: its direct stores took the kernel from 64
+// to 80 registers at K 9 in ptxas' report; csrc/NOTES.md, fifty-third session).
+template <typename T>
+constexpr bool rows_bwd_dx_direct() {
+  return sizeof(T) == 2;
+}
+
+// The items of one unit's rows: dx to dxo (rows dxp apart: device memory and L elements where
+// rows_bwd_dx_direct, else staged rows), dw / db into the lane's sums.
 template <typename T, int KP, int OD, int DX>
-DW_DEV void rows_bwd_words_compute(const T* dys, int dpitch, const T* xbs, int xpitch, T* dxg,
-                                   int64_t dxsb, int L, int nrows, int nu, int nvx, int nwi, int K,
+DW_DEV void rows_bwd_words_compute(const T* dys, int dpitch, const T* xbs, int xpitch, T* dxo,
+                                   int64_t dxp, int L, int nrows, int nu, int nvx, int nwi, int K,
                                    bool want_x, bool want_w, bool want_b, const float (&wf)[KP],
                                    float (&accw)[KP], float& accb, int lane) {
   constexpr int NW = rows_window_vecs<KP>();
@@ -889,7 +898,11 @@ DW_DEV void rows_bwd_words_compute(const T* dys, int dpitch, const T* xbs, int x
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[e] = fmaf(wf[KP - 1 - k], win[e + OD + KP - 1 - k], acc[e]);
       }
-      rows_put8_upto<T>(dxg + rr * dxsb + 8 * u, acc, L - 8 * u);
+      if constexpr (rows_bwd_dx_direct<T>()) {
+        rows_put8_upto<T>(dxo + rr * dxp + 8 * u, acc, L - 8 * u);
+      } else {
+        rows_put8<T>(dxo + rr * dxp + 8 * u, acc);
+      }
     }
     if (u < nwi) {
       float d8[8];  // read again: keeping the dx window live through here costs registers
@@ -930,7 +943,10 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
   const bool want_wb = a.want_w || a.want_b;
   const int xrows = a.want_w ? a.rpw * a.nxb : 0;
   const int set = a.rpw * a.nd + xrows;  // elements of one buffer set
-  T* const base = smem_base<T>() + int64_t(warp) * (2 * set);
+  constexpr bool kDxDirect = rows_bwd_dx_direct<T>();
+  const int dx_rows = !kDxDirect && a.want_x ? a.rpw * 8 * a.nvx : 0;  // staged dx
+  T* const base = smem_base<T>() + int64_t(warp) * (2 * set + dx_rows);
+  T* const dxs = base + 2 * set;
   // The padding cells of both sets: dy rows outside [sd, sd + ldy), x rows outside [sx, sx + lx).
   rows_zero_pads(base, a.rpw, a.nd, a.sd, a.sd + a.ldy, lane);
   rows_zero_pads(base + set, a.rpw, a.nd, a.sd, a.sd + a.ldy, lane);
@@ -971,26 +987,30 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
     const T* dys = base + bi * set;
     const T* xbs = dys + a.rpw * a.nd;
     T* const dxg = a.dx + cur.pb * a.dxsb + cur.c * a.dxsc;
+    T* const dxo = kDxDirect ? dxg : dxs;
+    const int64_t dxp = kDxDirect ? a.dxsb : int64_t(8) * a.nvx;
     float accw[KP];
 #pragma unroll
     for (int k = 0; k < KP; ++k) accw[k] = 0.f;
     float accb = 0.f;
     const int od = a.sd - (KP - 1 - a.pl);
+    // The unit's items at the compile-time window offsets (OD, DX).
+    auto compute = [&](auto od_c, auto dx_c) {
+      rows_bwd_words_compute<T, KP, decltype(od_c)::value, decltype(dx_c)::value>(
+          dys, a.nd, xbs, a.nxb, dxo, dxp, a.L, nrows, a.nu, a.nvx, a.nwi, K, a.want_x, a.want_w,
+          a.want_b, wf, accw, accb, lane);
+    };
     if constexpr (EPW == 2) {
       // DX at OD = 0: sx is KP - 1 rounded up to a whole word, so 1 for even KP, 0 for odd.
       constexpr int DX0 = (KP - 1) & 1;
       DW_ASSERT(a.sx - (KP - 1) - od == (od != 0 ? 1 - DX0 : DX0));
       if (od != 0) {
-        rows_bwd_words_compute<T, KP, 1, 1 - DX0>(dys, a.nd, xbs, a.nxb, dxg, a.dxsb, a.L, nrows, a.nu, a.nvx,
-                                                  a.nwi, K, a.want_x, a.want_w, a.want_b, wf, accw,
-                                                  accb, lane);
+        compute(std::integral_constant<int, 1>{}, std::integral_constant<int, 1 - DX0>{});
       } else {
-        rows_bwd_words_compute<T, KP, 0, DX0>(dys, a.nd, xbs, a.nxb, dxg, a.dxsb, a.L, nrows, a.nu, a.nvx, a.nwi,
-                                              K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
+        compute(std::integral_constant<int, 0>{}, std::integral_constant<int, DX0>{});
       }
     } else {
-      rows_bwd_words_compute<T, KP, 0, 0>(dys, a.nd, xbs, a.nxb, dxg, a.dxsb, a.L, nrows, a.nu, a.nvx, a.nwi,
-                                          K, a.want_x, a.want_w, a.want_b, wf, accw, accb, lane);
+      compute(std::integral_constant<int, 0>{}, std::integral_constant<int, 0>{});
     }
     if (want_wb) {
       // The unit's sums, scattered over the lanes; each value's writer stores it to the unit's slot
@@ -1005,9 +1025,13 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
         if (v == KP) slot[int64_t(K) * a.C] = a.want_b ? r.total[j] : 0.f;
       }
     }
+    if constexpr (!kDxDirect) {
+      __syncwarp();
+      if (a.want_x) rows_store_words(dxg, a.dxsb, nrows, dxs, 8 * a.nvx, a.L, lane);
+    }
     if (!more) break;
     if (nxt.c != cur.c) load_taps(nxt.c);
-    __syncwarp();  // this buffer set read by every lane before it is written again
+    __syncwarp();  // dxs and this buffer set read by every lane before they are written again
     cur = nxt;
     ++u;
     bi ^= 1;
