@@ -865,13 +865,23 @@ DW_DEV RowsScattered<KP> rows_warp_sums(const float (&accw)[KP], float accb, int
   return r;
 }
 
+// Float32 words backwards with KP up to this run the kernel held at 64 registers (8 blocks of 128
+// threads per SM) and store dx from registers; ptxas fits them without spills, where from KP 12 on
+// the hold spills (csrc/NOTES.md, fifty-fourth session).
+constexpr int kRowsBwdWordsHeldMaxTaps = 11;
+
+template <typename T, int KP>
+constexpr bool rows_bwd_words_held() {
+  return sizeof(T) == 4 && KP <= kRowsBwdWordsHeldMaxTaps;
+}
+
 // Whether the words backward stores dx straight from the items' registers (half types: 1.01-1.24x on
-// an H100) or stages it in shared memory for row-wise word stores (float32: direct stores ran
-// 0.60-0.96x and took the kernel from 64 to 80 registers at K 9; csrc/NOTES.md, fifty-third and
-// fifty-fourth sessions).
-template <typename T>
+// an H100; float32 where held at 64 registers) or stages it in shared memory for row-wise word
+// stores (float32 unheld: direct stores ran 0.60-0.96x and took the kernel from 64 to 80 registers
+// at K 9; csrc/NOTES.md, fifty-third and fifty-fourth sessions).
+template <typename T, int KP>
 constexpr bool rows_bwd_dx_direct() {
-  return sizeof(T) == 2;
+  return sizeof(T) == 2 || rows_bwd_words_held<T, KP>();
 }
 
 // The items of one unit's rows: dx to dxo (rows dxp apart: device memory and L elements where
@@ -899,7 +909,7 @@ DW_DEV void rows_bwd_words_compute(const T* dys, int dpitch, const T* xbs, int x
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[e] = fmaf(wf[KP - 1 - k], win[e + OD + KP - 1 - k], acc[e]);
       }
-      if constexpr (rows_bwd_dx_direct<T>()) {
+      if constexpr (rows_bwd_dx_direct<T, KP>()) {
         rows_put8_upto<T>(dxo + rr * dxp + 8 * u, acc, L - 8 * u);
       } else {
         rows_put8<T>(dxo + rr * dxp + 8 * u, acc);
@@ -931,8 +941,9 @@ DW_DEV void rows_bwd_words_compute(const T* dys, int dpitch, const T* xbs, int x
   }
 }
 
+// The body of both words backward kernels below.
 template <typename T, typename W, int KP>
-__global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const RowsBwdArgs<T, W> a) {
+DW_DEV void rows_bwd_words_body(const RowsBwdArgs<T, W>& a) {
   const int K = rows_taps<KP>(a.K);  // compile-time where KP is exact
   static_assert(sizeof(T) <= 4, "float, half or bfloat16 activations");
   constexpr int EPW = int(4 / sizeof(T));
@@ -944,7 +955,7 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
   const bool want_wb = a.want_w || a.want_b;
   const int xrows = a.want_w ? a.rpw * a.nxb : 0;
   const int set = a.rpw * a.nd + xrows;  // elements of one buffer set
-  constexpr bool kDxDirect = rows_bwd_dx_direct<T>();
+  constexpr bool kDxDirect = rows_bwd_dx_direct<T, KP>();
   const int dx_rows = !kDxDirect && a.want_x ? a.rpw * 8 * a.nvx : 0;  // staged dx
   T* const base = smem_base<T>() + int64_t(warp) * (2 * set + dx_rows);
   T* const dxs = base + 2 * set;
@@ -987,7 +998,7 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
     const int nrows = rows_of(cur);
     const T* dys = base + bi * set;
     const T* xbs = dys + a.rpw * a.nd;
-    T* const dxg = a.dx + cur.pb * a.dxsb + cur.c * a.dxsc;
+    T* const dxg = a.want_x ? a.dx + cur.pb * a.dxsb + cur.c * a.dxsc : nullptr;  // dx may be null
     T* const dxo = kDxDirect ? dxg : dxs;
     const int64_t dxp = kDxDirect ? a.dxsb : int64_t(8) * a.nvx;
     float accw[KP];
@@ -1036,6 +1047,29 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
     cur = nxt;
     ++u;
     bi ^= 1;
+  }
+}
+
+// Two entry points, because an explicit minimum of 1 block is not the same as none: ptxas then gave
+// the half types far more registers (bf16 K 9: 64 -> 90).
+template <typename T, typename W, int KP>
+__global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const RowsBwdArgs<T, W> a) {
+  rows_bwd_words_body<T, W, KP>(a);
+}
+
+template <typename T, typename W, int KP>
+__global__ void __launch_bounds__(kThreads, 8)
+    dw_bwd_cf_rows_words_kernel_held64(const RowsBwdArgs<T, W> a) {
+  rows_bwd_words_body<T, W, KP>(a);
+}
+
+// The words backward's entry point for (T, KP); only the one picked is instantiated.
+template <typename T, typename W, int KP>
+auto rows_bwd_words_kernel() {
+  if constexpr (rows_bwd_words_held<T, KP>()) {
+    return &dw_bwd_cf_rows_words_kernel_held64<T, W, KP>;
+  } else {
+    return &dw_bwd_cf_rows_words_kernel<T, W, KP>;
   }
 }
 
