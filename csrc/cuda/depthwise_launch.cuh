@@ -622,7 +622,8 @@ int64_t backward_rows_words(const Problem& pr, const RowsPlan& plan, const T* dy
         a.nxb = want_w ? 8 * (a.nwi + NW - 1) : 0;
         a.lx = want_w ? int(std::min<int64_t>(pr.L, a.nxb - a.sx)) : 0;
         auto block_bytes = [&](int rpw) {
-          const int64_t dx_rows = !rows_bwd_dx_direct<T, KP>() && a.want_x ? int64_t(rpw) * 8 * a.nvx : 0;
+          const bool staged = !rows_bwd_dx_direct<T, KP>() && a.want_x;
+          const int64_t dx_rows = staged ? int64_t(rpw) * 8 * a.nvx : 0;
           const int64_t per_warp = 2 * int64_t(rpw) * (a.nd + a.nxb) + dx_rows;
           return int64_t(kWarps) * per_warp * int64_t(sizeof(T));
         };
