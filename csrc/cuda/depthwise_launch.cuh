@@ -621,8 +621,10 @@ int64_t backward_rows_words(const Problem& pr, const RowsPlan& plan, const T* dy
         a.ldy = int(std::min<int64_t>(pr.Lo, a.nd - a.sd));  // whole words (all even for halves)
         a.nxb = want_w ? 8 * (a.nwi + NW - 1) : 0;
         a.lx = want_w ? int(std::min<int64_t>(pr.L, a.nxb - a.sx)) : 0;
+        // (dx may be null: nothing is stored then, and either entry point does.)
+        const bool dx_direct = rows_bwd_dx_direct<T, KP>(cf_row_granule<T>(dx, dxd) >= 8);
         auto block_bytes = [&](int rpw) {
-          const bool staged = !rows_bwd_dx_direct<T, KP>() && a.want_x;
+          const bool staged = !dx_direct && a.want_x;
           const int64_t dx_rows = staged ? int64_t(rpw) * 8 * a.nvx : 0;
           const int64_t per_warp = 2 * int64_t(rpw) * (a.nd + a.nxb) + dx_rows;
           return int64_t(kWarps) * per_warp * int64_t(sizeof(T));
@@ -644,7 +646,7 @@ int64_t backward_rows_words(const Problem& pr, const RowsPlan& plan, const T* dy
           a.part = alloc(a.groups);
           if (a.part == nullptr) return;
         }
-        auto kern = rows_bwd_words_kernel<T, W, KP>();
+        auto kern = rows_bwd_words_kernel<T, W, KP>(dx_direct);
         prepare_kernel(kern, smem, dev.device);
         const RowsWarpRuns runs = rows_warp_runs(a.units, resident_blocks(kern, size_t(smem), dev.device, 4),
                                                  dev, tune);

@@ -865,9 +865,9 @@ DW_DEV RowsScattered<KP> rows_warp_sums(const float (&accw)[KP], float accb, int
   return r;
 }
 
-// Float32 words backwards with KP up to this run the kernel held at 64 registers (8 blocks of 128
-// threads per SM) and store dx from registers; ptxas fits them without spills, where from KP 12 on
-// the hold spills (csrc/NOTES.md, fifty-fourth session).
+// Float32 words backwards with KP up to this may run a second entry point held at 64 registers (8
+// blocks of 128 threads per SM) that stores dx from registers; ptxas fits it without spills, where
+// from KP 12 on the hold spills (csrc/NOTES.md, fifty-fourth session).
 constexpr int kRowsBwdWordsHeldMaxTaps = 11;
 
 template <typename T, int KP>
@@ -875,18 +875,19 @@ constexpr bool rows_bwd_words_held() {
   return sizeof(T) == 4 && KP <= kRowsBwdWordsHeldMaxTaps;
 }
 
-// Whether the words backward stores dx straight from the items' registers (half types: 1.01-1.24x on
-// an H100; float32 where held at 64 registers) or stages it in shared memory for row-wise word
-// stores (float32 unheld: direct stores ran 0.60-0.96x and took the kernel from 64 to 80 registers
-// at K 9; csrc/NOTES.md, fifty-third and fifty-fourth sessions).
+// Whether the words backward stores dx straight from the items' registers or stages it in shared
+// memory for row-wise word stores. Half types: always (1.01-1.24x on an H100). Float32: only held at
+// 64 registers (unheld, at 80, direct stores ran 0.60-0.96x) and where dx's rows start on 8 bytes:
+// rows on 4 bytes take eight 4-byte stores per item, and ran 0.71-0.93x at odd L (fifty-third to
+// fifty-fifth sessions).
 template <typename T, int KP>
-constexpr bool rows_bwd_dx_direct() {
-  return sizeof(T) == 2 || rows_bwd_words_held<T, KP>();
+constexpr bool rows_bwd_dx_direct(bool rows_on_8_bytes) {
+  return sizeof(T) == 2 || (rows_bwd_words_held<T, KP>() && rows_on_8_bytes);
 }
 
-// The items of one unit's rows: dx to dxo (rows dxp apart: device memory and L elements where
-// rows_bwd_dx_direct, else staged rows), dw / db into the lane's sums.
-template <typename T, int KP, int OD, int DX>
+// The items of one unit's rows: dx to dxo (rows dxp apart: device memory and L elements where DXD,
+// stored from registers, else staged rows), dw / db into the lane's sums.
+template <typename T, int KP, int OD, int DX, bool DXD>
 DW_DEV void rows_bwd_words_compute(const T* dys, int dpitch, const T* xbs, int xpitch, T* dxo,
                                    int64_t dxp, int L, int nrows, int nu, int nvx, int nwi, int K,
                                    bool want_x, bool want_w, bool want_b, const float (&wf)[KP],
@@ -909,7 +910,7 @@ DW_DEV void rows_bwd_words_compute(const T* dys, int dpitch, const T* xbs, int x
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[e] = fmaf(wf[KP - 1 - k], win[e + OD + KP - 1 - k], acc[e]);
       }
-      if constexpr (rows_bwd_dx_direct<T, KP>()) {
+      if constexpr (DXD) {
         rows_put8_upto<T>(dxo + rr * dxp + 8 * u, acc, L - 8 * u);
       } else {
         rows_put8<T>(dxo + rr * dxp + 8 * u, acc);
@@ -941,8 +942,8 @@ DW_DEV void rows_bwd_words_compute(const T* dys, int dpitch, const T* xbs, int x
   }
 }
 
-// The body of both words backward kernels below.
-template <typename T, typename W, int KP>
+// The body of both words backward kernels below; DXD: dx stored from registers (rows_bwd_dx_direct).
+template <typename T, typename W, int KP, bool DXD>
 DW_DEV void rows_bwd_words_body(const RowsBwdArgs<T, W>& a) {
   const int K = rows_taps<KP>(a.K);  // compile-time where KP is exact
   static_assert(sizeof(T) <= 4, "float, half or bfloat16 activations");
@@ -955,7 +956,7 @@ DW_DEV void rows_bwd_words_body(const RowsBwdArgs<T, W>& a) {
   const bool want_wb = a.want_w || a.want_b;
   const int xrows = a.want_w ? a.rpw * a.nxb : 0;
   const int set = a.rpw * a.nd + xrows;  // elements of one buffer set
-  constexpr bool kDxDirect = rows_bwd_dx_direct<T, KP>();
+  constexpr bool kDxDirect = DXD;
   const int dx_rows = !kDxDirect && a.want_x ? a.rpw * 8 * a.nvx : 0;  // staged dx
   T* const base = smem_base<T>() + int64_t(warp) * (2 * set + dx_rows);
   T* const dxs = base + 2 * set;
@@ -1008,7 +1009,7 @@ DW_DEV void rows_bwd_words_body(const RowsBwdArgs<T, W>& a) {
     const int od = a.sd - (KP - 1 - a.pl);
     // The unit's items at the compile-time window offsets (OD, DX).
     auto compute = [&](auto od_c, auto dx_c) {
-      rows_bwd_words_compute<T, KP, decltype(od_c)::value, decltype(dx_c)::value>(
+      rows_bwd_words_compute<T, KP, decltype(od_c)::value, decltype(dx_c)::value, DXD>(
           dys, a.nd, xbs, a.nxb, dxo, dxp, a.L, nrows, a.nu, a.nvx, a.nwi, K, a.want_x, a.want_w,
           a.want_b, wf, accw, accb, lane);
     };
@@ -1051,26 +1052,28 @@ DW_DEV void rows_bwd_words_body(const RowsBwdArgs<T, W>& a) {
 }
 
 // Two entry points, because an explicit minimum of 1 block is not the same as none: ptxas then gave
-// the half types far more registers (bf16 K 9: 64 -> 90).
+// the half types far more registers (bf16 K 9: 64 -> 90). The first stores dx from registers for
+// half types only.
 template <typename T, typename W, int KP>
 __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const RowsBwdArgs<T, W> a) {
-  rows_bwd_words_body<T, W, KP>(a);
+  rows_bwd_words_body<T, W, KP, sizeof(T) == 2>(a);
 }
 
 template <typename T, typename W, int KP>
 __global__ void __launch_bounds__(kThreads, 8)
     dw_bwd_cf_rows_words_kernel_held64(const RowsBwdArgs<T, W> a) {
-  rows_bwd_words_body<T, W, KP>(a);
+  rows_bwd_words_body<T, W, KP, true>(a);
 }
 
-// The words backward's entry point for (T, KP); only the one picked is instantiated.
+// The words backward's entry point for (T, KP) and whether dx is stored from registers
+// (rows_bwd_dx_direct); the held one is instantiated only where it can be picked.
 template <typename T, typename W, int KP>
-auto rows_bwd_words_kernel() {
+auto rows_bwd_words_kernel(bool dx_direct) {
+  auto kern = &dw_bwd_cf_rows_words_kernel<T, W, KP>;
   if constexpr (rows_bwd_words_held<T, KP>()) {
-    return &dw_bwd_cf_rows_words_kernel_held64<T, W, KP>;
-  } else {
-    return &dw_bwd_cf_rows_words_kernel<T, W, KP>;
+    if (dx_direct) kern = &dw_bwd_cf_rows_words_kernel_held64<T, W, KP>;
   }
+  return kern;
 }
 
 template <typename T, typename W, int KP>
