@@ -307,19 +307,23 @@ def test_short_rows_words_forward_routing(monkeypatch, dtype, length, offset, k,
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the kernels' names come from the CUDA profiler")
-@pytest.mark.parametrize("dtype,length,offset,k,left,words", [
-    (torch.bfloat16, 210, 0, 9, 8, True),    # FastConformer: dy staged one element into its vectors
-    (torch.float16, 250, 0, 11, 5, True),    # Citrinet: odd pad_left (x windows one element in)
-    (torch.bfloat16, 250, 1, 11, 5, None),   # x one element in: words only where x is not read
-    (torch.bfloat16, 211, 0, 11, 5, False),  # odd length: rows alternate parity
-    (torch.float32, 211, 1, 11, 5, True),    # float32 rows are always whole words
-], ids=["bf16-L210", "fp16-L250-odd-pad", "bf16-offset", "bf16-odd-L", "fp32-odd-L"])
+@pytest.mark.parametrize("dtype,length,offset,k,left,words,held", [
+    (torch.bfloat16, 210, 0, 9, 8, True, False),    # FastConformer: dy staged one element into its vectors
+    (torch.float16, 250, 0, 11, 5, True, False),    # Citrinet: odd pad_left (x windows one element in)
+    (torch.bfloat16, 250, 1, 11, 5, None, False),   # x one element in: words only where x is not read
+    (torch.bfloat16, 211, 0, 11, 5, False, False),  # odd length: rows alternate parity
+    (torch.float32, 211, 1, 11, 5, True, False),    # float32 rows are always whole words; dx's on 4 bytes
+    (torch.float32, 210, 0, 9, 8, True, True),      # dx's rows on 8 bytes: stored from registers
+    (torch.float32, 256, 0, 12, 5, True, False),    # KP 12: the staged kernel at any alignment
+], ids=["bf16-L210", "fp16-L250-odd-pad", "bf16-offset", "bf16-odd-L", "fp32-odd-L", "fp32-L210", "fp32-K12"])
 @pytest.mark.parametrize("wanted", ["all", "x", "weight", "bias"])
-def test_short_rows_words_backward_routing(monkeypatch, dtype, length, offset, k, left, words, wanted):
+def test_short_rows_words_backward_routing(monkeypatch, dtype, length, offset, k, left, words, held, wanted):
     """With SEPCONV1D_DW_ROWS_WORDS_BWD=1 the short-row backward takes the word-copy kernel exactly
     where every row it reads or writes is word-aligned, and each asked-for gradient equals the
     float64 reference's either way (poisoned output memory); its weight-gradient sums, one slot per
-    unit of rows, are the same bits on a second call."""
+    unit of rows, are the same bits on a second call. Float32 dx comes from the entry point that
+    stores it from registers (held at 64 registers) exactly where K <= 11 and dx's rows start on 8
+    bytes."""
     monkeypatch.setenv("SEPCONV1D_DW_ROWS", "1")
     monkeypatch.setenv("SEPCONV1D_DW_ROWS_WORDS_BWD", "1")
     channels, right = 6, k - 1 - left + 2
@@ -349,6 +353,8 @@ def test_short_rows_words_backward_routing(monkeypatch, dtype, length, offset, k
     if words is None:  # only the weight gradient reads x; dy and the new dx are word-aligned
         words = not want[1]
     assert any("dw_bwd_cf_rows_words_kernel" in n for n in names) == words, names
+    if words and want[0]:
+        assert any("dw_bwd_cf_rows_words_kernel_held64" in n for n in names) == held, names
 
 
 def _half_rows(batch, channels, length, dtype, device, view):
