@@ -999,7 +999,9 @@ DW_DEV void rows_bwd_words_body(const RowsBwdArgs<T, W>& a) {
     const int nrows = rows_of(cur);
     const T* dys = base + bi * set;
     const T* xbs = dys + a.rpw * a.nd;
-    T* const dxg = a.want_x ? a.dx + cur.pb * a.dxsb + cur.c * a.dxsc : nullptr;  // dx may be null
+    // Never stored through where dx is not wanted (null); selecting nullptr there instead took
+    // float32's staged kernel at K 9 from 64 registers to 72 with spills (ptxas, fifty-fifth session).
+    T* const dxg = a.dx + cur.pb * a.dxsb + cur.c * a.dxsc;
     T* const dxo = kDxDirect ? dxg : dxs;
     const int64_t dxp = kDxDirect ? a.dxsb : int64_t(8) * a.nvx;
     float accw[KP];
