@@ -870,6 +870,7 @@ DW_DEV RowsScattered<KP> rows_warp_sums(const float (&accw)[KP], float accb, int
 // without spills, where from KP 12 on the hold spills (csrc/NOTES.md, fifty-fourth and fifty-fifth
 // sessions).
 constexpr int kRowsBwdWordsHeldMaxTaps = 11;
+constexpr int kRowsBwdWordsHeldBlocks = 8;  // __launch_bounds__ minimum: 65536 / (8 x 128) = 64 registers
 
 template <typename T, int KP>
 constexpr bool rows_bwd_words_held() {
@@ -1063,7 +1064,7 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_kernel(const Ro
 }
 
 template <typename T, typename W, int KP>
-__global__ void __launch_bounds__(kThreads, 8)
+__global__ void __launch_bounds__(kThreads, kRowsBwdWordsHeldBlocks)
     dw_bwd_cf_rows_words_kernel_held64(const RowsBwdArgs<T, W> a) {
   rows_bwd_words_body<T, W, KP, true>(a);
 }
