@@ -779,10 +779,10 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
 // forward. Each unit's dw / db sums (a fixed lane order, then rows_warp_sums' reduce-scatter) go to
 // their own slot, part[group][K + 1][C] (group = the unit's batch rows / rpw), so the sums never
 // depend on how units are spread over warps; dw_reduce_kernel adds the groups. Shared memory per
-// warp: two buffer sets (rpw dy rows of nd, then rpw x rows of nxb when dw is wanted), then, for
-// float32, rpw dx rows of 8 * nvx when dx is wanted. Half types store dx from each item's registers
-// straight to device memory, not staged for row-wise stores (a shared store and load per word and a
-// loop per row): rows_bwd_dx_direct. Only the part of dy's row that some item reads is copied (ldy
+// warp: two buffer sets (rpw dy rows of nd, then rpw x rows of nxb when dw is wanted), then, where
+// dx is staged, rpw dx rows of 8 * nvx when dx is wanted. Half types, and float32 in the entry point
+// held at 64 registers, store dx from each item's registers straight to device memory, not staged
+// for row-wise stores (a shared store and load per word and a loop per row): rows_bwd_dx_direct. Only the part of dy's row that some item reads is copied (ldy
 // < Lo where dx alone is wanted and the right padding is long).
 
 // A warp's dw / db sums, scattered over its lanes: N = KP + 1 values (the taps' sums, then db's)
