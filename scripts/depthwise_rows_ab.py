@@ -8,13 +8,15 @@ checked against a float64 reference with both settings (a quick guard; the test 
 test_short_rows_kernel is the real check).
 
     python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps] [db] [words] [words16] [words_bwd] [span]
-                                            [specialized] [rule]
+                                            [specialized] [rule] [mma]
     # default: the first two
     # db: the rows forward double-buffered (SEPCONV1D_DW_ROWS_DB=1) against single-buffered (=0)
     # words: the rows forward by word copies where rows are word-aligned (SEPCONV1D_DW_ROWS_WORDS=1)
     #   against the library's other rows forwards (=0)
     # words16: the words forward copying and storing 16 bytes at a time between the row ends where a
     #   unit's rows allow (SEPCONV1D_DW_ROWS_WORDS16=1) against 4-byte words only (=0)
+    # mma: the words forward's arithmetic on the tensor cores (SEPCONV1D_DW_ROWS_MMA=1) against the
+    #   CUDA cores (=0), bf16 and fp16, 16-byte copies by the library's rule and at every K
     # words_bwd: the rows backward by word copies (SEPCONV1D_DW_ROWS_WORDS_BWD=1) against the
     #   rows backward by 16-byte staging (=0), all three gradients
     # span: the rows forward and backward (rows forced on) at the library's outputs per warp pass
@@ -240,7 +242,7 @@ def main() -> None:
     torch.backends.cudnn.allow_tf32 = True
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
                "depthwise": [], "separable": [], "double_buffered": [], "words": [], "words16": [],
-               "words_bwd": [], "span": [], "specialized": []}
+               "mma": [], "words_bwd": [], "span": [], "specialized": []}
     parts = set(sys.argv[1:]) or {"depthwise", "steps"}
     for dtype in (torch.bfloat16, torch.float32) if "db" in parts else ():
         for case in DEPTHWISE:
@@ -252,6 +254,12 @@ def main() -> None:
     for dtype in (torch.bfloat16, torch.float32) if "words16" in parts else ():
         for case in DEPTHWISE:
             results["words16"].append(time_forward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_WORDS16", {}))
+    for dtype in (torch.bfloat16, torch.float16) if "mma" in parts else ():
+        for case in DEPTHWISE:
+            results["mma"].append(time_forward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_MMA", {}))
+        for case in DEPTHWISE if dtype == torch.bfloat16 else ():
+            results["mma"].append(time_forward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_MMA",
+                                                      {"SEPCONV1D_DW_ROWS_WORDS16": "1"}))
     for dtype in (torch.bfloat16, torch.float32) if "words_bwd" in parts else ():
         for case in DEPTHWISE:
             results["words_bwd"].append(time_backward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_WORDS_BWD"))

@@ -227,17 +227,20 @@ def test_dilated_kernels_as_phase_rows(monkeypatch, dtypes, phases):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_ROWS is read by the CUDA kernels")
-@pytest.mark.parametrize("rows,db,words,words16", [
-    ("1", "1", "0", ""), ("1", "0", "0", ""), ("1", "0", "1", "1"), ("1", "0", "1", "0"), ("0", "", "", "")],
-    ids=["rows-db", "rows-single", "rows-words16", "rows-words4", "no-rows"])
+@pytest.mark.parametrize("rows,db,words,words16,mma", [
+    ("1", "1", "0", "", ""), ("1", "0", "0", "", ""), ("1", "0", "1", "1", "0"), ("1", "0", "1", "1", "1"),
+    ("1", "0", "1", "0", ""), ("0", "", "", "", "")],
+    ids=["rows-db", "rows-single", "rows-words16", "rows-words16-mma", "rows-words4", "no-rows"])
 @pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[2], DTYPES[3], DTYPES[4]], ids=dtype_pair_id)
-def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words, words16):
+def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words, words16, mma):
     """The short-row kernels (one warp per row; SEPCONV1D_DW_ROWS=1 wherever they apply, =0
     never; their forward double-buffered, SEPCONV1D_DW_ROWS_DB=1, or not, =0, wherever each
     fits; or on word-aligned rows by word copies, SEPCONV1D_DW_ROWS_WORDS=1 and
     SEPCONV1D_DW_ROWS_WORDS_BWD=1: float32, and half types at even lengths and offsets, the
     forward's copies 16 bytes wide between the row ends where a channel's rows share their offset
-    within 16-byte chunks, 24 channels here, SEPCONV1D_DW_ROWS_WORDS16=1, or 4 bytes wide, =0):
+    within 16-byte chunks, 24 channels here, SEPCONV1D_DW_ROWS_WORDS16=1, or 4 bytes wide, =0;
+    half types' arithmetic on the tensor cores at every K, SEPCONV1D_DW_ROWS_MMA=1, on the CUDA
+    cores, =0, or by the library's rule):
     forward and all three gradients against float64 for the exact sizes (3, 5, 7, 9, 11, 31) and
     every padded tap count (K up to 32, across 4, 8, 12, 16, 24 and 32), pad_left 0 / middle / K - 1
     with right pads that end the rows early or late, rows shorter than the kernel's window and
@@ -249,7 +252,10 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words, words16):
     monkeypatch.setenv("SEPCONV1D_DW_ROWS_WORDS", words)
     monkeypatch.setenv("SEPCONV1D_DW_ROWS_WORDS_BWD", words)
     monkeypatch.setenv("SEPCONV1D_DW_ROWS_WORDS16", words16)
+    monkeypatch.setenv("SEPCONV1D_DW_ROWS_MMA", mma)
     xdtype, wdtype = dtypes
+    if mma == "1" and xdtype == torch.float32:
+        pytest.skip("float32 has no tensor-core path here: the same run as rows-words16")
     cases = [  # (K, L, pad_left, pad_right, layout)
         (9, 210, 8, 0, "contiguous"), (11, 250, 5, 5, "contiguous"), (31, 500, 15, 15, "sliced"),
         (3, 1, 1, 1, "contiguous"), (5, 3, 4, 2, "contiguous"), (1, 77, 0, 0, "contiguous"),
@@ -275,7 +281,7 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words, words16):
             bias.requires_grad_(True)
         _check_forward_and_grads(x, weight, bias, left, right, 1,
                                  f"K={k} L={length} pad=({left}, {right}) {layout} rows={rows} db={db} "
-                                 f"words={words} words16={words16}")
+                                 f"words={words} words16={words16} mma={mma}")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the kernels' names come from the CUDA profiler")

@@ -88,6 +88,9 @@ struct Tuning {
   int rows_words16 = -1;          // the words forward copies and stores 16 bytes at a time
                                   // between the row ends where a unit's rows allow: -1 from K 9,
                                   // 1 at every K, 0 never
+  int rows_mma = -1;              // the words forward's arithmetic on the tensor cores (half
+                                  // types): -1 where it measured faster (rows_mma_preferred), 1
+                                  // wherever it applies, 0 never
 };
 
 enum class Path { CF, CL, Direct };
@@ -333,6 +336,10 @@ bool rows_preferred(const Problem& pr, bool aligned, bool backward) {
   return (!aligned || !compiled) && len <= (sizeof(T) == 2 ? 1024 : kRowsMaxLen);
 }
 
+// Where the words forward's arithmetic on the tensor cores (rows_fwd_mma, half types) measured
+// faster than on the CUDA cores: see the fifty-sixth session in csrc/NOTES.md.
+inline bool rows_mma_preferred(const Problem& pr) { return pr.K >= 9; }
+
 // Where the double-buffered rows forward (the next pass's rows fetched by cp.async while this pass
 // computes) measured faster than the single-buffered one (H200, scripts/depthwise_rows_ab.py db,
 // csrc/NOTES.md, forty-fifth session): float32 everywhere (0.97-1.28x: Conformer L500 K31 1.23x,
@@ -478,12 +485,22 @@ bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, co
         const bool one_row = a.rpw == 1 || pr.B == 1;  // a unit of one row
         const int x16 = chunks && (one_row || (xd.sb * int64_t(sizeof(T))) % 16 == 0) ? 1 : 0;
         const int y16 = chunks && (one_row || (yd.sb * int64_t(sizeof(T))) % 16 == 0) ? 1 : 0;
-        const int64_t smem_words = row_bytes * (2 * nx_words + 8 * a.nv + (y16 ? E : 0));
+        // The tensor-core arithmetic reads whole 128-output blocks: rows staged that far, where
+        // that fits.
+        auto words_smem = [&](int nx) { return row_bytes * (2 * nx + 8 * a.nv + (y16 ? E : 0)); };
+        bool mma = sizeof(T) == 2 && (tune.rows_mma == 1 || (tune.rows_mma < 0 && rows_mma_preferred(pr)));
+        int nx_run = mma ? std::max(nx_words, 8 * rows_mma_vecs<T, KP>(a.nv)) : nx_words;
+        if (mma && words_smem(nx_run) > smem_limit(dev, tune)) {
+          mma = false;
+          nx_run = nx_words;
+        }
+        const int64_t smem_words = words_smem(nx_run);
         if (tune.rows_words != 0 && rows_words_apply<T>(pr, x, xd, y, yd) &&
             smem_words <= smem_limit(dev, tune)) {
-          a.nx = nx_words;
+          a.nx = nx_run;
           a.x16 = x16;
           a.y16 = y16;
+          a.mma = mma ? 1 : 0;
           a.raw_pitch = 0;
           const int64_t smem = smem_words;
           auto kern = &dw_fwd_cf_rows_words_kernel<T, W, KP>;

@@ -41,6 +41,7 @@
 
 #include "common/dispatch_int.h"
 #include "cuda/depthwise_kernels.cuh"
+#include "cuda/depthwise_tc.cuh"
 
 namespace sepconv1d {
 namespace cuda {
@@ -81,6 +82,8 @@ struct RowsFwdArgs {
   int raw_pitch;  // double-buffered kernel: raw chunk elements per row (nx + 16 bytes), else 0
   int x16, y16;   // words kernel: x's / y's rows of a unit share their offset within 16-byte
                   // chunks (copied / stored 16 bytes at a time between the row ends), else 0
+  int mma;        // words kernel, half types: the arithmetic on the tensor cores (rows_fwd_mma;
+                  // nx then covers rows_mma_vecs), else 0
   int64_t groups, units, upw;  // words kernel: units per channel, in all, per warp (RowsUnit)
   int64_t per;    // batch rows per block
   int64_t split;  // blocks per channel
@@ -454,6 +457,74 @@ DW_DEV void rows_fwd_compute(const T* xs, int xpitch, T* ys, int ypitch, int nro
   }
 }
 
+// ---- The words forward's arithmetic on the tensor cores (half types) -------------------------
+// A staged row's convolution as depthwise_tc.cuh's block-Toeplitz product: outputs in blocks of
+// 128 (16 vectors), each S x (ldmatrix, m16n8k16 MMA) over 16-element slices of the staged row,
+// with B fragments (TcConvB) built from the channel's taps at the window offset OFF. Per 128
+// outputs that is ~2S + 4 warp instructions where the FFMA path issues ~K + 5 per 8 outputs and
+// lane. Products exact, sums in fp32 in the tensor cores' order (not bit-equal to the FFMA path);
+// the zeros of the Toeplitz band multiply x values outside an output's window, so an inf in x
+// turns up to 16S neighbouring outputs to NaN where the reference keeps them finite (as in the
+// tensor-core kernels of depthwise_tc.cuh).
+
+// Shifts (16-element slices) one block reads at window offset OFF: K + 7 + OFF elements.
+template <int KP, int OFF>
+constexpr int rows_mma_shifts() {
+  return (KP + 7 + OFF + 15) / 16;
+}
+
+// The most shifts over the window offsets the words forward takes (0 .. 16 bytes / sizeof(T) - 1).
+template <typename T, int KP>
+constexpr int rows_mma_max_shifts() {
+  return rows_mma_shifts<KP, int(16 / sizeof(T)) - 1>();
+}
+
+// Staged vectors (8 elements) per row the tensor-core forward reads for nv output vectors: block m
+// reads vectors 16m + a + 2s + h (a < 16, s < S, h < 2).
+template <typename T, int KP>
+constexpr int rows_mma_vecs(int nv) {
+  return 16 * ((nv + 15) / 16) + 2 * rows_mma_max_shifts<T, KP>() - 1;
+}
+
+// y[rr][j] = b + sum_k w[k] xs[rr][j + OFF + k] for j < 8 nv of the nrows staged rows (xs rows
+// xpitch apart, 16-byte aligned, each at least rows_mma_vecs(nv) vectors with zeros past the
+// row), stored as element pairs to ys (rows ypitch apart, 4-byte aligned). The warp's lanes work
+// on one block at a time.
+template <typename T, typename W, int S, int SMAX>
+DW_DEV void rows_fwd_mma(const T* xs, int xpitch, T* ys, int ypitch, int nrows, int nv,
+                         const TcConvB<T, W, SMAX>& bf, float b, int lane) {
+  static_assert(S <= SMAX, "the fragments hold every shift read");
+  const int nb = (nv + 15) / 16;
+  const int nout = 8 * nv;
+  // ldmatrix row of the lane: matrix lane >> 3, row lane & 7 -> A row (lane & 7) + 8 ((lane >> 3) & 1)
+  // of the k half lane >> 4: staged vector a + (lane >> 4) (+ 2s per shift).
+  const int a_lane = ((lane & 7) + 8 * ((lane >> 3) & 1) + (lane >> 4)) * 8;
+  // c_i: row g + 8 (i >> 1), column 2q + (i & 1): outputs 8g + 2q (+ 1) and + 64 of the block.
+  const int o_lane = 8 * (lane >> 2) + 2 * (lane & 3);
+  for (int rr = 0; rr < nrows; ++rr) {
+    const T* xr = xs + rr * xpitch + a_lane;
+    T* yr = ys + rr * ypitch + o_lane;
+    for (int m = 0; m < nb; ++m) {
+      float acc[4] = {b, b, b, b};
+#pragma unroll
+      for (int s = 0; s < S; ++s) {
+        uint32_t av[4];
+        tc_ldmatrix_x4(av, xr + 128 * m + 16 * s);
+        tc_mma<T>(acc, av, bf.hi[s]);
+        if constexpr (TcConvB<T, W, SMAX>::kSplit) tc_mma<T>(acc, av, bf.lo[s]);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (128 * m + 64 * h + o_lane < nout) {  // nout is even: a pair is wholly in or out
+          T* q = yr + 128 * m + 64 * h;
+          DW_ASSERT(reinterpret_cast<uintptr_t>(q) % 4 == 0);
+          *reinterpret_cast<uint32_t*>(q) = pack2<T>(acc[2 * h], acc[2 * h + 1]);
+        }
+      }
+    }
+  }
+}
+
 // The block's batch rows [b0, b1) of its channel, and this warp's share of a pass: rows
 // [b, b + n) of the pass starting at pass_b0.
 struct RowsSpan {
@@ -730,6 +801,12 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
   dw_cp_commit();
   float wr[KP], b;
   rows_load_taps(a, cur.c, wr, b);
+  // The tensor-core path's B fragments, rebuilt where the channel or the window offset changes.
+  constexpr bool kMma = sizeof(T) == 2;
+  constexpr int SMAX = rows_mma_max_shifts<T, KP>();
+  [[maybe_unused]] std::conditional_t<kMma, TcConvB<T, W, SMAX>, int> bf{};
+  int64_t bf_c = -1;
+  int bf_off = -1;
   int bi = 0;
   while (true) {
     const bool more = u + 1 < u_end;
@@ -745,8 +822,20 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
     T* const yrow = a.y + cur.pb * a.ysb + cur.c * a.ysc;
     const int ymis = a.y16 ? rows_mis(yrow) : 0;
     rows_with_offset<T>(shift - a.pl, [&](auto off) {
-      rows_fwd_compute<T, KP, decltype(off)::value, true>(xs, a.nx, ys + ymis, ypitch, nrows, a.nv,
-                                                         K, wr, b, lane);
+      constexpr int OFF = decltype(off)::value;
+      if constexpr (kMma) {
+        if (a.mma) {
+          if (cur.c != bf_c || OFF != bf_off) {
+            bf.build(a.w + cur.c * K, K, SMAX, OFF, false, lane >> 2, lane & 3);
+            bf_c = cur.c;
+            bf_off = OFF;
+          }
+          rows_fwd_mma<T, W, rows_mma_shifts<KP, OFF>(), SMAX>(xs, a.nx, ys + ymis, ypitch, nrows,
+                                                                a.nv, bf, b, lane);
+          return;
+        }
+      }
+      rows_fwd_compute<T, KP, OFF, true>(xs, a.nx, ys + ymis, ypitch, nrows, a.nv, K, wr, b, lane);
     });
     __syncwarp();
     if (a.y16) {

@@ -1042,11 +1042,15 @@ int main_impl(int argc, char** argv) {
         run(cs, rows_types[(idx + pi + 1) % 5]);
         // The words forward and backward (SEPCONV1D_DW_ROWS_WORDS=1) where the rows are
         // word-aligned: float32 always, half types where the lengths and the offsets are even.
+        // Half types with the arithmetic on the tensor cores at every K (SEPCONV1D_DW_ROWS_MMA=1).
         cs.tune.rows_words = 1;
         cs.tune.rows_words_bwd = 1;
+        cs.tune.rows_mma = 1;
         run(cs, rows_types[(idx + pi + 2) % 5]);
-        // ... and the words forward by 4-byte words only (SEPCONV1D_DW_ROWS_WORDS16=0).
+        // ... and the words forward by 4-byte words only (SEPCONV1D_DW_ROWS_WORDS16=0), on the
+        // CUDA cores (SEPCONV1D_DW_ROWS_MMA=0).
         cs.tune.rows_words16 = 0;
+        cs.tune.rows_mma = 0;
         run(cs, rows_types[(idx + pi + 3) % 5]);
         ++idx;
       }
@@ -1106,6 +1110,11 @@ int main_impl(int argc, char** argv) {
         c.tune.rows_words16 = 1;  // at every K (by default from K 9)
         c.expect_fwd = "dw_fwd_cf_rows_kernel/words";
         run(c, w.types);
+        // Every window offset on the tensor cores (and off them) in a half type, both weight types.
+        c.tune.rows_mma = 1;
+        run(c, is_half(w.types) ? w.types : 4);
+        c.tune.rows_mma = 0;
+        run(c, is_half(w.types) ? 5 : 2);
       }
     }
     Case k33{2, 2, 100, 33, 1, 1, 16, 16, true, L_CF, L_CF, 0, 0, Tuning{}};
