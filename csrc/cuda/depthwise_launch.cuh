@@ -504,6 +504,9 @@ bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, co
           a.raw_pitch = 0;
           const int64_t smem = smem_words;
           auto kern = &dw_fwd_cf_rows_words_kernel<T, W, KP>;
+          if constexpr (sizeof(T) == 2) {
+            if (mma) kern = &dw_fwd_cf_rows_words_mma_kernel<T, W, KP>;
+          }
           prepare_kernel(kern, smem, dev.device);
           a.groups = ceil_div(pr.B, int64_t(a.rpw));
           a.units = pr.C * a.groups;
@@ -511,7 +514,7 @@ bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, co
                                                    dev, tune);
           a.upw = runs.upw;
           DW_LAUNCH(kern, runs.grid, size_t(smem), stream, a);
-          DW_CHECK_LAUNCH("dw_fwd_cf_rows_kernel/words");
+          DW_CHECK_LAUNCH(mma ? "dw_fwd_cf_rows_kernel/words_mma" : "dw_fwd_cf_rows_kernel/words");
           launched = true;
           return;
         }

@@ -82,8 +82,8 @@ struct RowsFwdArgs {
   int raw_pitch;  // double-buffered kernel: raw chunk elements per row (nx + 16 bytes), else 0
   int x16, y16;   // words kernel: x's / y's rows of a unit share their offset within 16-byte
                   // chunks (copied / stored 16 bytes at a time between the row ends), else 0
-  int mma;        // words kernel, half types: the arithmetic on the tensor cores (rows_fwd_mma;
-                  // nx then covers rows_mma_vecs), else 0
+  int mma;        // words kernel: 1 where it runs on the tensor cores (dw_fwd_cf_rows_words_mma_kernel,
+                  // half types; nx then covers rows_mma_vecs), else 0
   int64_t groups, units, upw;  // words kernel: units per channel, in all, per warp (RowsUnit)
   int64_t per;    // batch rows per block
   int64_t split;  // blocks per channel
@@ -501,9 +501,11 @@ DW_DEV void rows_fwd_mma(const T* xs, int xpitch, T* ys, int ypitch, int nrows, 
   const int a_lane = ((lane & 7) + 8 * ((lane >> 3) & 1) + (lane >> 4)) * 8;
   // c_i: row g + 8 (i >> 1), column 2q + (i & 1): outputs 8g + 2q (+ 1) and + 64 of the block.
   const int o_lane = 8 * (lane >> 2) + 2 * (lane & 3);
+#pragma unroll 1
   for (int rr = 0; rr < nrows; ++rr) {
     const T* xr = xs + rr * xpitch + a_lane;
     T* yr = ys + rr * ypitch + o_lane;
+#pragma unroll 1
     for (int m = 0; m < nb; ++m) {
       float acc[4] = {b, b, b, b};
 #pragma unroll
@@ -537,11 +539,11 @@ DW_DEV RowsSpan rows_span(int64_t B, int64_t per, int64_t s) {
 
 // The float taps of channel c (zeros past K: the compute exits before them) and its bias (0
 // without one).
-template <typename T, typename W, int KP>
-DW_DEV void rows_load_taps(const RowsFwdArgs<T, W>& a, int64_t c, float (&wr)[KP], float& b) {
+template <typename T, typename W, int KP, int NW>
+DW_DEV void rows_load_taps(const RowsFwdArgs<T, W>& a, int64_t c, float (&wr)[NW], float& b) {
   const int K = rows_taps<KP>(a.K);
 #pragma unroll
-  for (int k = 0; k < KP; ++k) wr[k] = k < K ? float(in_cvt(a.w[c * K + k])) : 0.f;
+  for (int k = 0; k < NW; ++k) wr[k] = k < K ? float(in_cvt(a.w[c * K + k])) : 0.f;
   b = a.bias != nullptr ? float(in_cvt(a.bias[c])) : 0.f;
 }
 
@@ -559,7 +561,7 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_kernel(const RowsFwdA
     const int64_t c = blk / a.split;
     const RowsSpan span = rows_span(a.B, a.per, blk - c * a.split);
     float wr[KP], b;
-    rows_load_taps(a, c, wr, b);
+    rows_load_taps<T, W, KP>(a, c, wr, b);
     const int64_t step = int64_t(kWarps) * a.rpw;
     auto rows_of = [&](int64_t pb) { return int(pb + a.rpw <= span.b1 ? a.rpw : span.b1 - pb); };
     if constexpr (DB) {
@@ -756,8 +758,8 @@ DW_DEV void rows_with_offset(int o, F&& f) {
   }
 }
 
-template <typename T, typename W, int KP>
-__global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const RowsFwdArgs<T, W> a) {
+template <typename T, typename W, int KP, bool MMA>
+DW_DEV void rows_fwd_words_body(const RowsFwdArgs<T, W>& a) {
   const int K = rows_taps<KP>(a.K);  // compile-time where KP is exact
   static_assert(sizeof(T) <= 4, "float, half or bfloat16 activations");
   constexpr int EPW = int(4 / sizeof(T));
@@ -799,12 +801,12 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
   };
   int shift = stage(cur, 0);
   dw_cp_commit();
-  float wr[KP], b;
-  rows_load_taps(a, cur.c, wr, b);
+  float wr[MMA ? 1 : KP], b;
+  rows_load_taps<T, W, KP>(a, cur.c, wr, b);
   // The tensor-core path's B fragments, rebuilt where the channel or the window offset changes.
-  constexpr bool kMma = sizeof(T) == 2;
+  static_assert(!MMA || sizeof(T) == 2, "the tensor-core arithmetic is for half types");
   constexpr int SMAX = rows_mma_max_shifts<T, KP>();
-  [[maybe_unused]] std::conditional_t<kMma, TcConvB<T, W, SMAX>, int> bf{};
+  [[maybe_unused]] std::conditional_t<MMA, TcConvB<T, W, SMAX>, int> bf{};
   int64_t bf_c = -1;
   int bf_off = -1;
   int bi = 0;
@@ -821,21 +823,21 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
     // between the row ends are 16 bytes each.
     T* const yrow = a.y + cur.pb * a.ysb + cur.c * a.ysc;
     const int ymis = a.y16 ? rows_mis(yrow) : 0;
+    if constexpr (MMA) {
+      if (cur.c != bf_c || shift - a.pl != bf_off) {
+        bf.build(a.w + cur.c * K, K, SMAX, shift - a.pl, false, lane >> 2, lane & 3);
+        bf_c = cur.c;
+        bf_off = shift - a.pl;
+      }
+    }
     rows_with_offset<T>(shift - a.pl, [&](auto off) {
       constexpr int OFF = decltype(off)::value;
-      if constexpr (kMma) {
-        if (a.mma) {
-          if (cur.c != bf_c || OFF != bf_off) {
-            bf.build(a.w + cur.c * K, K, SMAX, OFF, false, lane >> 2, lane & 3);
-            bf_c = cur.c;
-            bf_off = OFF;
-          }
-          rows_fwd_mma<T, W, rows_mma_shifts<KP, OFF>(), SMAX>(xs, a.nx, ys + ymis, ypitch, nrows,
-                                                                a.nv, bf, b, lane);
-          return;
-        }
+      if constexpr (MMA) {
+        rows_fwd_mma<T, W, rows_mma_shifts<KP, OFF>(), SMAX>(xs, a.nx, ys + ymis, ypitch, nrows,
+                                                              a.nv, bf, b, lane);
+      } else {
+        rows_fwd_compute<T, KP, OFF, true>(xs, a.nx, ys + ymis, ypitch, nrows, a.nv, K, wr, b, lane);
       }
-      rows_fwd_compute<T, KP, OFF, true>(xs, a.nx, ys + ymis, ypitch, nrows, a.nv, K, wr, b, lane);
     });
     __syncwarp();
     if (a.y16) {
@@ -844,13 +846,25 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const Ro
       rows_store_words(yrow, a.ysb, nrows, ys, ypitch, a.Lo, lane);
     }
     if (!more) break;
-    if (nxt.c != cur.c) rows_load_taps(a, nxt.c, wr, b);
+    if (nxt.c != cur.c) rows_load_taps<T, W, KP>(a, nxt.c, wr, b);
     __syncwarp();  // ys and this x buffer read by every lane before they are written again
     cur = nxt;
     shift = shift_next;
     ++u;
     bi ^= 1;
   }
+}
+
+// Two entry points: on the CUDA cores, and (half types) on the tensor cores, each with the
+// registers it needs (one kernel holding both took bf16 K 9 from 72 registers to 128).
+template <typename T, typename W, int KP>
+__global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_kernel(const RowsFwdArgs<T, W> a) {
+  rows_fwd_words_body<T, W, KP, false>(a);
+}
+
+template <typename T, typename W, int KP>
+__global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_words_mma_kernel(const RowsFwdArgs<T, W> a) {
+  rows_fwd_words_body<T, W, KP, true>(a);
 }
 
 // ---- The backward on word-aligned rows (dw_bwd_cf_rows_words_kernel) -------------------------
