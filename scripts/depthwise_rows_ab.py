@@ -15,8 +15,9 @@ test_short_rows_kernel is the real check).
     #   against the library's other rows forwards (=0)
     # words16: the words forward copying and storing 16 bytes at a time between the row ends where a
     #   unit's rows allow (SEPCONV1D_DW_ROWS_WORDS16=1) against 4-byte words only (=0)
-    # mma: the words forward's arithmetic on the tensor cores (SEPCONV1D_DW_ROWS_MMA=1) against the
-    #   CUDA cores (=0), bf16 and fp16, 16-byte copies by the library's rule and at every K
+    # mma: the words forward's arithmetic on the tensor cores (SEPCONV1D_DW_ROWS_MMA=1, where compiled:
+    #   K >= 11) against the CUDA cores (=0), bf16 and fp16, at the cases below and more tap counts
+    #   on word-aligned rows (MMA_EXTRA)
     # words_bwd: the rows backward by word copies (SEPCONV1D_DW_ROWS_WORDS_BWD=1) against the
     #   rows backward by 16-byte staging (=0), all three gradients
     # span: the rows forward and backward (rows forced on) at the library's outputs per warp pass
@@ -61,6 +62,17 @@ DEPTHWISE = [
     ("L1023 K9", 16, 512, 1023, 9, 4, 4),
     ("L2048 K9", 8, 512, 2048, 9, 4, 4),
     ("L2047 K15", 8, 512, 2047, 15, 7, 7),
+]
+
+# Word-aligned rows at tap counts around and above the tensor-core rule's K 11 (the mma part).
+MMA_EXTRA = [
+    ("L256 K11", 128, 512, 256, 11, 5, 5),
+    ("L500 K13", 32, 512, 500, 13, 6, 6),
+    ("L500 K15", 32, 512, 500, 15, 7, 7),
+    ("L250 K21", 64, 512, 250, 21, 10, 10),
+    ("L1000 K15", 16, 512, 1000, 15, 7, 7),
+    ("L512 K31", 32, 512, 512, 31, 15, 15),
+    ("L1024 K31", 16, 512, 1024, 31, 15, 15),
 ]
 
 # Lengths of 257-1024 at compiled and run-time K, aligned and not: with DEPTHWISE, the table the rows
@@ -255,11 +267,8 @@ def main() -> None:
         for case in DEPTHWISE:
             results["words16"].append(time_forward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_WORDS16", {}))
     for dtype in (torch.bfloat16, torch.float16) if "mma" in parts else ():
-        for case in DEPTHWISE:
+        for case in [c for c in DEPTHWISE if c[4] >= 11] + MMA_EXTRA:
             results["mma"].append(time_forward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_MMA", {}))
-        for case in DEPTHWISE if dtype == torch.bfloat16 else ():
-            results["mma"].append(time_forward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_MMA",
-                                                      {"SEPCONV1D_DW_ROWS_WORDS16": "1"}))
     for dtype in (torch.bfloat16, torch.float32) if "words_bwd" in parts else ():
         for case in DEPTHWISE:
             results["words_bwd"].append(time_backward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_WORDS_BWD"))

@@ -228,9 +228,9 @@ def test_dilated_kernels_as_phase_rows(monkeypatch, dtypes, phases):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_ROWS is read by the CUDA kernels")
 @pytest.mark.parametrize("rows,db,words,words16,mma", [
-    ("1", "1", "0", "", ""), ("1", "0", "0", "", ""), ("1", "0", "1", "1", "0"), ("1", "0", "1", "1", "1"),
+    ("1", "1", "0", "", ""), ("1", "0", "0", "", ""), ("1", "0", "1", "1", ""), ("1", "0", "1", "1", "0"),
     ("1", "0", "1", "0", ""), ("0", "", "", "", "")],
-    ids=["rows-db", "rows-single", "rows-words16", "rows-words16-mma", "rows-words4", "no-rows"])
+    ids=["rows-db", "rows-single", "rows-words16", "rows-words16-cuda-cores", "rows-words4", "no-rows"])
 @pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[2], DTYPES[3], DTYPES[4]], ids=dtype_pair_id)
 def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words, words16, mma):
     """The short-row kernels (one warp per row; SEPCONV1D_DW_ROWS=1 wherever they apply, =0
@@ -239,8 +239,8 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words, words16, mma):
     SEPCONV1D_DW_ROWS_WORDS_BWD=1: float32, and half types at even lengths and offsets, the
     forward's copies 16 bytes wide between the row ends where a channel's rows share their offset
     within 16-byte chunks, 24 channels here, SEPCONV1D_DW_ROWS_WORDS16=1, or 4 bytes wide, =0;
-    half types' arithmetic on the tensor cores at every K, SEPCONV1D_DW_ROWS_MMA=1, on the CUDA
-    cores, =0, or by the library's rule):
+    half types' arithmetic on the tensor cores from K 11, by default, or on the CUDA cores,
+    SEPCONV1D_DW_ROWS_MMA=0):
     forward and all three gradients against float64 for the exact sizes (3, 5, 7, 9, 11, 31) and
     every padded tap count (K up to 32, across 4, 8, 12, 16, 24 and 32), pad_left 0 / middle / K - 1
     with right pads that end the rows early or late, rows shorter than the kernel's window and
@@ -254,7 +254,7 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words, words16, mma):
     monkeypatch.setenv("SEPCONV1D_DW_ROWS_WORDS16", words16)
     monkeypatch.setenv("SEPCONV1D_DW_ROWS_MMA", mma)
     xdtype, wdtype = dtypes
-    if mma == "1" and xdtype == torch.float32:
+    if mma == "0" and xdtype == torch.float32:
         pytest.skip("float32 has no tensor-core path here: the same run as rows-words16")
     cases = [  # (K, L, pad_left, pad_right, layout)
         (9, 210, 8, 0, "contiguous"), (11, 250, 5, 5, "contiguous"), (31, 500, 15, 15, "sliced"),
@@ -294,8 +294,8 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words, words16, mma):
 ], ids=["bf16-L210", "fp16-L250-odd-pad", "bf16-offset", "bf16-odd-L", "fp32-odd-L"])
 def test_short_rows_words_forward_routing(monkeypatch, dtype, length, offset, k, left, words):
     """With SEPCONV1D_DW_ROWS_WORDS=1 the short-row forward takes the word-copy kernel exactly where
-    every row of x and y is word-aligned, and the float64 reference's result either way (poisoned
-    output memory)."""
+    every row of x and y is word-aligned (its tensor-core entry point for half types from K 11),
+    and the float64 reference's result either way (poisoned output memory)."""
     monkeypatch.setenv("SEPCONV1D_DW_ROWS", "1")
     monkeypatch.setenv("SEPCONV1D_DW_ROWS_WORDS", "1")
     channels, right = 6, k - 1 - left
@@ -309,7 +309,10 @@ def test_short_rows_words_forward_routing(monkeypatch, dtype, length, offset, k,
     assert_close_to_reference(out, ref, tolerance_for(dtype), f"L={length} offset={offset} {dtype}")
     names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     assert any("dw_fwd_cf_rows" in n for n in names), names
-    assert any("dw_fwd_cf_rows_words_kernel" in n for n in names) == words, names
+    assert any("dw_fwd_cf_rows_words_" in n for n in names) == words, names
+    # Half types' arithmetic on the tensor cores from K 11 (the words forward's MMA entry point).
+    mma = words and dtype != torch.float32 and k >= 11
+    assert any("dw_fwd_cf_rows_words_mma_kernel" in n for n in names) == mma, names
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the kernels' names come from the CUDA profiler")

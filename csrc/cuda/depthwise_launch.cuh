@@ -89,8 +89,7 @@ struct Tuning {
                                   // between the row ends where a unit's rows allow: -1 from K 9,
                                   // 1 at every K, 0 never
   int rows_mma = -1;              // the words forward's arithmetic on the tensor cores (half
-                                  // types): -1 where it measured faster (rows_mma_preferred), 1
-                                  // wherever it applies, 0 never
+                                  // types): -1 or 1 where compiled (rows_mma_compiled), 0 never
 };
 
 enum class Path { CF, CL, Direct };
@@ -336,9 +335,16 @@ bool rows_preferred(const Problem& pr, bool aligned, bool backward) {
   return (!aligned || !compiled) && len <= (sizeof(T) == 2 ? 1024 : kRowsMaxLen);
 }
 
-// Where the words forward's arithmetic on the tensor cores (rows_fwd_mma, half types) measured
-// faster than on the CUDA cores: see the fifty-sixth session in csrc/NOTES.md.
-inline bool rows_mma_preferred(const Problem& pr) { return pr.K >= 9; }
+// Where the words forward's arithmetic runs on the tensor cores (rows_fwd_mma, half types): from
+// K 11, where it measured faster than on the CUDA cores (H100, scripts/depthwise_rows_ab.py mma,
+// csrc/NOTES.md, fifty-sixth session: Conformer L500 K31 bf16 1.50x, fp16 1.43x; Citrinet L250
+// K11 1.02x); below it the copies bound the kernel and the tensor-core form's longer staged rows
+// and per-block latency lose (FastConformer L210 K9 0.91x, L2048 K9 0.94x, L64 K3 0.93x). Only
+// these tap counts are compiled (rows_mma_compiled).
+template <int KP>
+constexpr bool rows_mma_compiled() {
+  return KP >= 11;
+}
 
 // Where the double-buffered rows forward (the next pass's rows fetched by cp.async while this pass
 // computes) measured faster than the single-buffered one (H200, scripts/depthwise_rows_ab.py db,
@@ -488,7 +494,7 @@ bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, co
         // The tensor-core arithmetic reads whole 128-output blocks: rows staged that far, where
         // that fits.
         auto words_smem = [&](int nx) { return row_bytes * (2 * nx + 8 * a.nv + (y16 ? E : 0)); };
-        bool mma = sizeof(T) == 2 && (tune.rows_mma == 1 || (tune.rows_mma < 0 && rows_mma_preferred(pr)));
+        bool mma = sizeof(T) == 2 && rows_mma_compiled<KP>() && tune.rows_mma != 0;
         int nx_run = mma ? std::max(nx_words, 8 * rows_mma_vecs<T, KP>(a.nv)) : nx_words;
         if (mma && words_smem(nx_run) > smem_limit(dev, tune)) {
           mma = false;
@@ -504,7 +510,7 @@ bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, co
           a.raw_pitch = 0;
           const int64_t smem = smem_words;
           auto kern = &dw_fwd_cf_rows_words_kernel<T, W, KP>;
-          if constexpr (sizeof(T) == 2) {
+          if constexpr (sizeof(T) == 2 && rows_mma_compiled<KP>()) {
             if (mma) kern = &dw_fwd_cf_rows_words_mma_kernel<T, W, KP>;
           }
           prepare_kernel(kern, smem, dev.device);

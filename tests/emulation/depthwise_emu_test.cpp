@@ -1042,10 +1042,9 @@ int main_impl(int argc, char** argv) {
         run(cs, rows_types[(idx + pi + 1) % 5]);
         // The words forward and backward (SEPCONV1D_DW_ROWS_WORDS=1) where the rows are
         // word-aligned: float32 always, half types where the lengths and the offsets are even.
-        // Half types with the arithmetic on the tensor cores at every K (SEPCONV1D_DW_ROWS_MMA=1).
+        // Half types with the arithmetic on the tensor cores from K 11 (by default).
         cs.tune.rows_words = 1;
         cs.tune.rows_words_bwd = 1;
-        cs.tune.rows_mma = 1;
         run(cs, rows_types[(idx + pi + 2) % 5]);
         // ... and the words forward by 4-byte words only (SEPCONV1D_DW_ROWS_WORDS16=0), on the
         // CUDA cores (SEPCONV1D_DW_ROWS_MMA=0).
@@ -1103,6 +1102,9 @@ int main_impl(int argc, char** argv) {
           {4, 4, 77, 7, 3, 3, 1, 3, 0},    {4, 4, 77, 7, 6, 0, 3, 1, 0},
           {9, 8, 500, 31, 15, 15, 2, 0, 0}, {9, 8, 500, 31, 15, 15, 2, 0, 4},
           {9, 4, 13, 4, 0, 3, 1, 2, 0},
+          {3, 8, 500, 31, 15, 15, 6, 2, 2}, {2, 8, 130, 12, 3, 8, 4, 4, 5},
+          {3, 8, 98, 16, 15, 0, 2, 0, 1},   {2, 8, 260, 24, 12, 11, 0, 6, 4},
+          {1, 8, 1024, 32, 31, 0, 0, 0, 2},
       };
       for (const W16& w : w16) {
         Case c{w.B, w.C, w.L, w.K, 1, 1, w.pl, w.pr, true, L_CF, L_CF, w.xoff, w.yoff, Tuning{}};
@@ -1110,11 +1112,13 @@ int main_impl(int argc, char** argv) {
         c.tune.rows_words16 = 1;  // at every K (by default from K 9)
         c.expect_fwd = "dw_fwd_cf_rows_kernel/words";
         run(c, w.types);
-        // Every window offset on the tensor cores (and off them) in a half type, both weight types.
-        c.tune.rows_mma = 1;
-        run(c, is_half(w.types) ? w.types : 4);
-        c.tune.rows_mma = 0;
-        run(c, is_half(w.types) ? 5 : 2);
+        // Half types on word-aligned rows: every window offset on the tensor cores where K >= 11
+        // (by default) and on the CUDA cores (SEPCONV1D_DW_ROWS_MMA=0), both weight types.
+        if (w.L % 2 == 0 && w.xoff % 2 == 0 && w.yoff % 2 == 0) {
+          run(c, is_half(w.types) ? w.types : 4);
+          c.tune.rows_mma = 0;
+          run(c, is_half(w.types) ? 5 : 2);
+        }
       }
     }
     Case k33{2, 2, 100, 33, 1, 1, 16, 16, true, L_CF, L_CF, 0, 0, Tuning{}};
