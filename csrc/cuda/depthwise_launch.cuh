@@ -336,11 +336,11 @@ bool rows_preferred(const Problem& pr, bool aligned, bool backward) {
 }
 
 // Where the words forward's arithmetic runs on the tensor cores (rows_fwd_mma, half types): from
-// K 11, where it measured faster than on the CUDA cores (H100, scripts/depthwise_rows_ab.py mma,
-// csrc/NOTES.md, fifty-sixth session: Conformer L500 K31 bf16 1.50x, fp16 1.43x; Citrinet L250
-// K11 1.02x); below it the copies bound the kernel and the tensor-core form's longer staged rows
-// and per-block latency lose (FastConformer L210 K9 0.91x, L2048 K9 0.94x, L64 K3 0.93x). Only
-// these tap counts are compiled (rows_mma_compiled).
+// K 11 (H100, scripts/depthwise_rows_ab.py mma, csrc/NOTES.md, fifty-sixth session; bf16 / fp16:
+// Conformer L500 K31 1.48x / 1.42x, L1024 K31 1.56x / 1.50x, L250 K21 1.38x, L500 K13-15
+// 1.30-1.39x, Citrinet L250 K11 1.02x, L256 K11 0.97x / 0.96x); below it the copies bound the
+// kernel and the tensor-core form's longer staged rows and per-block latency lose (FastConformer
+// L210 K9 0.91x, L2048 K9 0.94x, L64 K3 0.93x). Only these tap counts are compiled.
 template <int KP>
 constexpr bool rows_mma_compiled() {
   return KP >= 11;
