@@ -8,7 +8,7 @@ checked against a float64 reference with both settings (a quick guard; the test 
 test_short_rows_kernel is the real check).
 
     python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps] [db] [words] [words16] [words_bwd] [span]
-                                            [specialized] [rule] [mma]
+                                            [specialized] [rule] [mma] [mma_bwd]
     # default: the first two
     # db: the rows forward double-buffered (SEPCONV1D_DW_ROWS_DB=1) against single-buffered (=0)
     # words: the rows forward by word copies where rows are word-aligned (SEPCONV1D_DW_ROWS_WORDS=1)
@@ -18,6 +18,8 @@ test_short_rows_kernel is the real check).
     # mma: the words forward's arithmetic on the tensor cores (SEPCONV1D_DW_ROWS_MMA=1, where compiled:
     #   K >= 11) against the CUDA cores (=0), bf16 and fp16, at the cases below and more tap counts
     #   on word-aligned rows (MMA_EXTRA)
+    # mma_bwd: the words backward's dx on the tensor cores (SEPCONV1D_DW_ROWS_MMA_BWD=1) against the
+    #   CUDA cores (=0), all three gradients, the same cases as mma
     # words_bwd: the rows backward by word copies (SEPCONV1D_DW_ROWS_WORDS_BWD=1) against the
     #   rows backward by 16-byte staging (=0), all three gradients
     # span: the rows forward and backward (rows forced on) at the library's outputs per warp pass
@@ -254,7 +256,7 @@ def main() -> None:
     torch.backends.cudnn.allow_tf32 = True
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
                "depthwise": [], "separable": [], "double_buffered": [], "words": [], "words16": [],
-               "mma": [], "words_bwd": [], "span": [], "specialized": []}
+               "mma": [], "mma_bwd": [], "words_bwd": [], "span": [], "specialized": []}
     parts = set(sys.argv[1:]) or {"depthwise", "steps"}
     for dtype in (torch.bfloat16, torch.float32) if "db" in parts else ():
         for case in DEPTHWISE:
@@ -269,6 +271,9 @@ def main() -> None:
     for dtype in (torch.bfloat16, torch.float16) if "mma" in parts else ():
         for case in [c for c in DEPTHWISE if c[4] >= 11] + MMA_EXTRA:
             results["mma"].append(time_forward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_MMA", {}))
+    for dtype in (torch.bfloat16, torch.float16) if "mma_bwd" in parts else ():
+        for case in [c for c in DEPTHWISE if c[4] >= 11] + MMA_EXTRA:
+            results["mma_bwd"].append(time_backward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_MMA_BWD"))
     for dtype in (torch.bfloat16, torch.float32) if "words_bwd" in parts else ():
         for case in DEPTHWISE:
             results["words_bwd"].append(time_backward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_WORDS_BWD"))

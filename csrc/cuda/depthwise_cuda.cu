@@ -91,7 +91,8 @@ bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
 // double buffering by SEPCONV1D_DW_ROWS_DB: "0" never, "1" wherever it fits in shared memory; and
 // their word copies on word-aligned rows by SEPCONV1D_DW_ROWS_WORDS (forward) and
 // SEPCONV1D_DW_ROWS_WORDS_BWD (backward), "0" / "1", and the words forward's arithmetic on the
-// tensor cores (half types) by SEPCONV1D_DW_ROWS_MMA, "0" / "1". SEPCONV1D_DW_SPECIALIZED=0 turns the
+// tensor cores (half types) by SEPCONV1D_DW_ROWS_MMA, "0" / "1" (the backward's dx alone by
+// SEPCONV1D_DW_ROWS_MMA_BWD). SEPCONV1D_DW_SPECIALIZED=0 turns the
 // compiled kernel sizes off (every K then runs as a run-time or padded K: A/B runs).
 dwk::Tuning tuning() {
   dwk::Tuning t;
@@ -109,6 +110,8 @@ dwk::Tuning tuning() {
   if (words16 != nullptr && *words16 != '\0') t.rows_words16 = std::atoi(words16) != 0 ? 1 : 0;
   const char* mma = std::getenv("SEPCONV1D_DW_ROWS_MMA");
   if (mma != nullptr && *mma != '\0') t.rows_mma = std::atoi(mma) != 0 ? 1 : 0;
+  const char* mma_bwd = std::getenv("SEPCONV1D_DW_ROWS_MMA_BWD");
+  if (mma_bwd != nullptr && *mma_bwd != '\0') t.rows_mma_bwd = std::atoi(mma_bwd) != 0 ? 1 : 0;
   const char* words_bwd = std::getenv("SEPCONV1D_DW_ROWS_WORDS_BWD");
   if (words_bwd != nullptr && *words_bwd != '\0') t.rows_words_bwd = std::atoi(words_bwd) != 0 ? 1 : 0;
   return t;

@@ -90,6 +90,8 @@ struct Tuning {
                                   // 1 at every K, 0 never
   int rows_mma = -1;              // the words forward's arithmetic on the tensor cores (half
                                   // types): -1 or 1 where compiled (rows_mma_compiled), 0 never
+  int rows_mma_bwd = -1;          // the words backward's dx likewise (0 never; also off where
+                                  // rows_mma is 0)
 };
 
 enum class Path { CF, CL, Direct };
@@ -333,17 +335,6 @@ bool rows_preferred(const Problem& pr, bool aligned, bool backward) {
   }
   if (len <= 256) return true;
   return (!aligned || !compiled) && len <= (sizeof(T) == 2 ? 1024 : kRowsMaxLen);
-}
-
-// Where the words forward's arithmetic runs on the tensor cores (rows_fwd_mma, half types): from
-// K 11 (H100, scripts/depthwise_rows_ab.py mma, csrc/NOTES.md, fifty-sixth session; bf16 / fp16:
-// Conformer L500 K31 1.48x / 1.42x, L1024 K31 1.56x / 1.50x, L250 K21 1.38x, L500 K13-15
-// 1.30-1.39x, Citrinet L250 K11 1.02x, L256 K11 0.97x / 0.96x); below it the copies bound the
-// kernel and the tensor-core form's longer staged rows and per-block latency lose (FastConformer
-// L210 K9 0.91x, L2048 K9 0.94x, L64 K3 0.93x). Only these tap counts are compiled.
-template <int KP>
-constexpr bool rows_mma_compiled() {
-  return KP >= 11;
 }
 
 // Where the double-buffered rows forward (the next pass's rows fetched by cp.async while this pass
@@ -644,6 +635,11 @@ int64_t backward_rows_words(const Problem& pr, const RowsPlan& plan, const T* dy
         a.nwi = want_wb ? int(ceil_div(a.sd + pr.Lo, 8)) : 0;
         a.nu = std::max(a.want_x ? a.nvx : 0, a.nwi);
         a.nd = 8 * (a.nu + NW - 1);
+        // dx on the tensor cores (half types, rows_mma_compiled KPs): dy's staged rows then reach
+        // whole 128-position blocks of dx plus the shifts.
+        const bool mma = sizeof(T) == 2 && rows_mma_compiled<KP>() && a.want_x && tune.rows_mma != 0 &&
+                         tune.rows_mma_bwd != 0;
+        if (mma) a.nd = std::max(a.nd, 8 * (16 * int(ceil_div(a.nvx, 16)) + 2 * rows_mma_bwd_shifts<KP>() - 1));
         a.ldy = int(std::min<int64_t>(pr.Lo, a.nd - a.sd));  // whole words (all even for halves)
         a.nxb = want_w ? 8 * (a.nwi + NW - 1) : 0;
         a.lx = want_w ? int(std::min<int64_t>(pr.L, a.nxb - a.sx)) : 0;
@@ -672,13 +668,13 @@ int64_t backward_rows_words(const Problem& pr, const RowsPlan& plan, const T* dy
           a.part = alloc(a.groups);
           if (a.part == nullptr) return;
         }
-        auto kern = rows_bwd_words_kernel<T, W, KP>(dx_direct);
+        auto kern = rows_bwd_words_kernel<T, W, KP>(dx_direct, mma);
         prepare_kernel(kern, smem, dev.device);
         const RowsWarpRuns runs = rows_warp_runs(a.units, resident_blocks(kern, size_t(smem), dev.device, 4),
                                                  dev, tune);
         a.upw = runs.upw;
         DW_LAUNCH(kern, runs.grid, size_t(smem), stream, a);
-        DW_CHECK_LAUNCH("dw_bwd_cf_rows_kernel/words");
+        DW_CHECK_LAUNCH(mma ? "dw_bwd_cf_rows_kernel/words_mma" : "dw_bwd_cf_rows_kernel/words");
         slots = want_wb ? a.groups : 0;
       }
     });

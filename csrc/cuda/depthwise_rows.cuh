@@ -27,7 +27,7 @@
 // even lengths and offsets), the forward takes dw_fwd_cf_rows_words_kernel instead: steps 1 and 3
 // by 4-byte copies with no realignment, pipelined over each warp's run of passes (see there); for
 // half types from K 11 its step 2 runs on the tensor cores (dw_fwd_cf_rows_words_mma_kernel,
-// rows_fwd_mma).
+// rows_conv_mma).
 //
 // Index maps (s = 1, d = 1, P = pad_left, KP >= K):
 //   forward  y[j]  = bias + sum_{k<K} w[k] x[j - P + k];        staged xs[q] = x[q - P]
@@ -469,6 +469,17 @@ DW_DEV void rows_fwd_compute(const T* xs, int xpitch, T* ys, int ypitch, int nro
 // turns up to 16S neighbouring outputs to NaN where the reference keeps them finite (as in the
 // tensor-core kernels of depthwise_tc.cuh).
 
+// The tap counts with tensor-core words kernels (half types): from K 11, where the forward measured
+// faster than on the CUDA cores (H100, scripts/depthwise_rows_ab.py mma, csrc/NOTES.md, fifty-sixth
+// session; bf16 / fp16: Conformer L500 K31 1.48x / 1.42x, L1024 K31 1.56x / 1.50x, L250 K21 1.38x,
+// L500 K13-15 1.30-1.39x, Citrinet L250 K11 1.02x, L256 K11 0.97x / 0.96x); below it the copies
+// bound the kernel and the tensor-core form's longer staged rows and per-block latency lose
+// (FastConformer L210 K9 0.91x, L2048 K9 0.94x, L64 K3 0.93x).
+template <int KP>
+constexpr bool rows_mma_compiled() {
+  return KP >= 11;
+}
+
 // Shifts (16-element slices) one block reads at window offset OFF: K + 7 + OFF elements.
 template <int KP, int OFF>
 constexpr int rows_mma_shifts() {
@@ -481,6 +492,13 @@ constexpr int rows_mma_max_shifts() {
   return rows_mma_shifts<KP, int(16 / sizeof(T)) - 1>();
 }
 
+// The backward's dx as the same product over the staged dy rows, with the taps flipped, at window
+// offset OD + KP - K (OD <= 1; a padded KP exceeds K by at most 7): its most shifts.
+template <int KP>
+constexpr int rows_mma_bwd_shifts() {
+  return rows_mma_shifts<KP, (KP & 1) ? 1 : 8>();
+}
+
 // Staged vectors (8 elements) per row the tensor-core forward reads for nv output vectors: block m
 // reads vectors 16m + a + 2s + h (a < 16, s < S, h < 2).
 template <typename T, int KP>
@@ -488,16 +506,16 @@ constexpr int rows_mma_vecs(int nv) {
   return 16 * ((nv + 15) / 16) + 2 * rows_mma_max_shifts<T, KP>() - 1;
 }
 
-// y[rr][j] = b + sum_k w[k] xs[rr][j + OFF + k] for j < 8 nv of the nrows staged rows (xs rows
-// xpitch apart, 16-byte aligned, each at least rows_mma_vecs(nv) vectors with zeros past the
-// row), stored as element pairs to ys (rows ypitch apart, 4-byte aligned). The warp's lanes work
-// on one block at a time.
+// y[rr][j] = init + sum_k w[k] xs[rr][j + OFF + k] for j < nout of the nrows staged rows (xs rows
+// xpitch apart, 16-byte aligned, each at least rows_mma_vecs vectors for ceil(nout / 8) output
+// vectors, with zeros past the row), stored as element pairs to y (rows ypitch apart, 4-byte
+// aligned; nout even): the staged y rows of the forward, or dx's rows in device memory (the
+// backward, with the flipped taps). The warp's lanes work on one block at a time.
 template <typename T, typename W, int S, int SMAX>
-DW_DEV void rows_fwd_mma(const T* xs, int xpitch, T* ys, int ypitch, int nrows, int nv,
-                         const TcConvB<T, W, SMAX>& bf, float b, int lane) {
+DW_DEV void rows_conv_mma(const T* xs, int xpitch, T* y, int64_t ypitch, int nrows, int nout,
+                          const TcConvB<T, W, SMAX>& bf, float init, int lane) {
   static_assert(S <= SMAX, "the fragments hold every shift read");
-  const int nb = (nv + 15) / 16;
-  const int nout = 8 * nv;
+  const int nb = (nout + 127) / 128;
   // ldmatrix row of the lane: matrix lane >> 3, row lane & 7 -> A row (lane & 7) + 8 ((lane >> 3) & 1)
   // of the k half lane >> 4: staged vector a + (lane >> 4) (+ 2s per shift).
   const int a_lane = ((lane & 7) + 8 * ((lane >> 3) & 1) + (lane >> 4)) * 8;
@@ -506,10 +524,10 @@ DW_DEV void rows_fwd_mma(const T* xs, int xpitch, T* ys, int ypitch, int nrows, 
 #pragma unroll 1
   for (int rr = 0; rr < nrows; ++rr) {
     const T* xr = xs + rr * xpitch + a_lane;
-    T* yr = ys + rr * ypitch + o_lane;
+    T* yr = y + rr * ypitch + o_lane;
 #pragma unroll 1
     for (int m = 0; m < nb; ++m) {
-      float acc[4] = {b, b, b, b};
+      float acc[4] = {init, init, init, init};
 #pragma unroll
       for (int s = 0; s < S; ++s) {
         uint32_t av[4];
@@ -835,8 +853,8 @@ DW_DEV void rows_fwd_words_body(const RowsFwdArgs<T, W>& a) {
     rows_with_offset<T>(shift - a.pl, [&](auto off) {
       constexpr int OFF = decltype(off)::value;
       if constexpr (MMA) {
-        rows_fwd_mma<T, W, rows_mma_shifts<KP, OFF>(), SMAX>(xs, a.nx, ys + ymis, ypitch, nrows,
-                                                              a.nv, bf, b, lane);
+        rows_conv_mma<T, W, rows_mma_shifts<KP, OFF>(), SMAX>(xs, a.nx, ys + ymis, ypitch, nrows,
+                                                               8 * a.nv, bf, b, lane);
       } else {
         rows_fwd_compute<T, KP, OFF, true>(xs, a.nx, ys + ymis, ypitch, nrows, a.nv, K, wr, b, lane);
       }
@@ -1049,9 +1067,12 @@ DW_DEV void rows_bwd_words_compute(const T* dys, int dpitch, const T* xbs, int x
   }
 }
 
-// The body of both words backward kernels below; DXD: dx stored from registers (rows_bwd_dx_direct).
-template <typename T, typename W, int KP, bool DXD>
+// The body of the words backward kernels below; DXD: dx stored from registers (rows_bwd_dx_direct);
+// MMA (half types): dx on the tensor cores (rows_conv_mma over the staged dy rows, stored as pairs
+// to dx's rows), dw and db on the CUDA cores as before.
+template <typename T, typename W, int KP, bool DXD, bool MMA = false>
 DW_DEV void rows_bwd_words_body(const RowsBwdArgs<T, W>& a) {
+  static_assert(!MMA || (DXD && sizeof(T) == 2), "the tensor-core dx is for half types, stored direct");
   const int K = rows_taps<KP>(a.K);  // compile-time where KP is exact
   static_assert(sizeof(T) <= 4, "float, half or bfloat16 activations");
   constexpr int EPW = int(4 / sizeof(T));
@@ -1089,12 +1110,16 @@ DW_DEV void rows_bwd_words_body(const RowsBwdArgs<T, W>& a) {
   auto load_taps = [&](int64_t c) {
 #pragma unroll
     for (int m = 0; m < KP; ++m) {
-      wf[m] = (a.want_x && m >= KP - K) ? float(in_cvt(a.w[c * K + (KP - 1 - m)])) : 0.f;
+      wf[m] = (!MMA && a.want_x && m >= KP - K) ? float(in_cvt(a.w[c * K + (KP - 1 - m)])) : 0.f;
     }
   };
   fetch(cur, base);
   dw_cp_commit();
   load_taps(cur.c);
+  // The tensor-core dx's B fragments (flipped taps), rebuilt where the channel changes.
+  constexpr int SB = rows_mma_bwd_shifts<KP>();
+  [[maybe_unused]] std::conditional_t<MMA, TcConvB<T, W, SB>, int> bf{};
+  int64_t bf_c = -1;
   int bi = 0;
   while (true) {
     const bool more = u + 1 < u_end;
@@ -1116,10 +1141,22 @@ DW_DEV void rows_bwd_words_body(const RowsBwdArgs<T, W>& a) {
     for (int k = 0; k < KP; ++k) accw[k] = 0.f;
     float accb = 0.f;
     const int od = a.sd - (KP - 1 - a.pl);
+    // The items below: dx on the CUDA cores unless the tensor cores made it here.
+    const bool items_dx = !MMA && a.want_x;
+    if constexpr (MMA) {
+      if (a.want_x) {
+        // dx[i] = sum_k w[K - 1 - k] dys[i + od + KP - K + k]: the forward's product, flipped taps.
+        if (cur.c != bf_c) {
+          bf.build(a.w + cur.c * K, K, SB, od + KP - K, true, lane >> 2, lane & 3);
+          bf_c = cur.c;
+        }
+        rows_conv_mma<T, W, SB, SB>(dys, a.nd, dxg, a.dxsb, nrows, a.L, bf, 0.f, lane);
+      }
+    }
     // The unit's items at the compile-time window offsets (OD, DX).
     auto compute = [&](auto od_c, auto dx_c) {
       rows_bwd_words_compute<T, KP, decltype(od_c)::value, decltype(dx_c)::value, DXD>(
-          dys, a.nd, xbs, a.nxb, dxo, dxp, a.L, nrows, a.nu, a.nvx, a.nwi, K, a.want_x, a.want_w,
+          dys, a.nd, xbs, a.nxb, dxo, dxp, a.L, nrows, a.nu, a.nvx, a.nwi, K, items_dx, a.want_w,
           a.want_b, wf, accw, accb, lane);
     };
     if constexpr (EPW == 2) {
@@ -1174,13 +1211,24 @@ __global__ void __launch_bounds__(kThreads, kRowsBwdWordsHeldBlocks)
   rows_bwd_words_body<T, W, KP, true>(a);
 }
 
-// The words backward's entry point for (T, KP) and whether dx is stored from registers
-// (rows_bwd_dx_direct); the held one is instantiated only where it can be picked.
+// Half types with dx on the tensor cores (rows_mma_compiled KPs).
 template <typename T, typename W, int KP>
-auto rows_bwd_words_kernel(bool dx_direct) {
+__global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_mma_kernel(const RowsBwdArgs<T, W> a) {
+  rows_bwd_words_body<T, W, KP, true, true>(a);
+}
+
+
+// The words backward's entry point for (T, KP), whether dx is stored from registers
+// (rows_bwd_dx_direct) and whether dx runs on the tensor cores; the held and the tensor-core ones
+// are instantiated only where they can be picked.
+template <typename T, typename W, int KP>
+auto rows_bwd_words_kernel(bool dx_direct, bool mma) {
   auto kern = &dw_bwd_cf_rows_words_kernel<T, W, KP>;
   if constexpr (rows_bwd_words_held<T, KP>()) {
     if (dx_direct) kern = &dw_bwd_cf_rows_words_kernel_held64<T, W, KP>;
+  }
+  if constexpr (sizeof(T) == 2 && rows_mma_compiled<KP>()) {
+    if (mma) kern = &dw_bwd_cf_rows_words_mma_kernel<T, W, KP>;
   }
   return kern;
 }
