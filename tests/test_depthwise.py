@@ -324,7 +324,9 @@ def test_short_rows_words_forward_routing(monkeypatch, dtype, length, offset, k,
     (torch.float32, 211, 1, 11, 5, True, False),    # float32 rows are always whole words; dx's on 4 bytes
     (torch.float32, 210, 0, 9, 8, True, True),      # dx's rows on 8 bytes: stored from registers
     (torch.float32, 256, 0, 12, 5, True, False),    # KP 12: the staged kernel at any alignment
-], ids=["bf16-L210", "fp16-L250-odd-pad", "bf16-offset", "bf16-odd-L", "fp32-odd-L", "fp32-L210", "fp32-K12"])
+    (torch.bfloat16, 500, 0, 31, 15, True, False),  # Conformer: half-type dx on the tensor cores
+], ids=["bf16-L210", "fp16-L250-odd-pad", "bf16-offset", "bf16-odd-L", "fp32-odd-L", "fp32-L210", "fp32-K12",
+        "bf16-L500-K31"])
 @pytest.mark.parametrize("wanted", ["all", "x", "weight", "bias"])
 def test_short_rows_words_backward_routing(monkeypatch, dtype, length, offset, k, left, words, held, wanted):
     """With SEPCONV1D_DW_ROWS_WORDS_BWD=1 the short-row backward takes the word-copy kernel exactly
@@ -332,7 +334,7 @@ def test_short_rows_words_backward_routing(monkeypatch, dtype, length, offset, k
     float64 reference's either way (poisoned output memory); its weight-gradient sums, one slot per
     unit of rows, are the same bits on a second call. Float32 dx comes from the entry point that
     stores it from registers (held at 64 registers) exactly where K <= 11 and dx's rows start on 8
-    bytes; half types' dx runs on the tensor cores from K 11."""
+    bytes; half types' dx runs on the tensor cores from K 12."""
     monkeypatch.setenv("SEPCONV1D_DW_ROWS", "1")
     monkeypatch.setenv("SEPCONV1D_DW_ROWS_WORDS_BWD", "1")
     channels, right = 6, k - 1 - left + 2
@@ -364,8 +366,8 @@ def test_short_rows_words_backward_routing(monkeypatch, dtype, length, offset, k
     assert any("dw_bwd_cf_rows_words_" in n for n in names) == words, names
     if words and want[0]:
         assert any("dw_bwd_cf_rows_words_kernel_held64" in n for n in names) == held, names
-    # Half types' dx on the tensor cores from K 11 (the words backward's MMA entry point).
-    mma = bool(words) and want[0] and dtype != torch.float32 and k >= 11
+    # Half types' dx on the tensor cores from K 12 (the words backward's MMA entry point).
+    mma = bool(words) and want[0] and dtype != torch.float32 and k >= 12
     assert any("dw_bwd_cf_rows_words_mma_kernel" in n for n in names) == mma, names
 
 

@@ -90,8 +90,8 @@ struct Tuning {
                                   // 1 at every K, 0 never
   int rows_mma = -1;              // the words forward's arithmetic on the tensor cores (half
                                   // types): -1 or 1 where compiled (rows_mma_compiled), 0 never
-  int rows_mma_bwd = -1;          // the words backward's dx likewise (0 never; also off where
-                                  // rows_mma is 0)
+  int rows_mma_bwd = -1;          // the words backward's dx likewise, where compiled
+                                  // (rows_mma_bwd_compiled; 0 never; also off where rows_mma is 0)
 };
 
 enum class Path { CF, CL, Direct };
@@ -635,9 +635,9 @@ int64_t backward_rows_words(const Problem& pr, const RowsPlan& plan, const T* dy
         a.nwi = want_wb ? int(ceil_div(a.sd + pr.Lo, 8)) : 0;
         a.nu = std::max(a.want_x ? a.nvx : 0, a.nwi);
         a.nd = 8 * (a.nu + NW - 1);
-        // dx on the tensor cores (half types, rows_mma_compiled KPs): dy's staged rows then reach
-        // whole 128-position blocks of dx plus the shifts.
-        const bool mma = sizeof(T) == 2 && rows_mma_compiled<KP>() && a.want_x && tune.rows_mma != 0 &&
+        // dx on the tensor cores (half types, rows_mma_bwd_compiled KPs): dy's staged rows then
+        // reach whole 128-position blocks of dx plus the shifts.
+        const bool mma = sizeof(T) == 2 && rows_mma_bwd_compiled<KP>() && a.want_x && tune.rows_mma != 0 &&
                          tune.rows_mma_bwd != 0;
         if (mma) a.nd = std::max(a.nd, 8 * (16 * int(ceil_div(a.nvx, 16)) + 2 * rows_mma_bwd_shifts<KP>() - 1));
         a.ldy = int(std::min<int64_t>(pr.Lo, a.nd - a.sd));  // whole words (all even for halves)

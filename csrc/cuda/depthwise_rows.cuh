@@ -480,6 +480,15 @@ constexpr bool rows_mma_compiled() {
   return KP >= 11;
 }
 
+// The backward's dx on the tensor cores from K 12 (H100, depthwise_rows_ab.py mma_bwd, NOTES.md,
+// fifty-sixth session; dx + dw + db, bf16 / fp16: Conformer L500 K31 1.11x / 1.10x, L1024 K31
+// 1.10x / 1.12x, L250 K21 1.11x, L500 and L1000 K13-15 1.03-1.05x; at K 11 Citrinet L250 lost,
+// 0.92x / 0.94x): dx is one product beside the dw / db sums, which stay on the CUDA cores.
+template <int KP>
+constexpr bool rows_mma_bwd_compiled() {
+  return KP >= 12;
+}
+
 // Shifts (16-element slices) one block reads at window offset OFF: K + 7 + OFF elements.
 template <int KP, int OFF>
 constexpr int rows_mma_shifts() {
@@ -1211,7 +1220,7 @@ __global__ void __launch_bounds__(kThreads, kRowsBwdWordsHeldBlocks)
   rows_bwd_words_body<T, W, KP, true>(a);
 }
 
-// Half types with dx on the tensor cores (rows_mma_compiled KPs).
+// Half types with dx on the tensor cores (rows_mma_bwd_compiled KPs).
 template <typename T, typename W, int KP>
 __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_mma_kernel(const RowsBwdArgs<T, W> a) {
   rows_bwd_words_body<T, W, KP, true, true>(a);
@@ -1227,7 +1236,7 @@ auto rows_bwd_words_kernel(bool dx_direct, bool mma) {
   if constexpr (rows_bwd_words_held<T, KP>()) {
     if (dx_direct) kern = &dw_bwd_cf_rows_words_kernel_held64<T, W, KP>;
   }
-  if constexpr (sizeof(T) == 2 && rows_mma_compiled<KP>()) {
+  if constexpr (sizeof(T) == 2 && rows_mma_bwd_compiled<KP>()) {
     if (mma) kern = &dw_bwd_cf_rows_words_mma_kernel<T, W, KP>;
   }
   return kern;
