@@ -486,7 +486,7 @@ bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, co
         // that fits.
         auto words_smem = [&](int nx) { return row_bytes * (2 * nx + 8 * a.nv + (y16 ? E : 0)); };
         bool mma = sizeof(T) == 2 && rows_mma_compiled<KP>() && tune.rows_mma != 0;
-        int nx_run = mma ? std::max(nx_words, 8 * rows_mma_vecs<T, KP>(a.nv)) : nx_words;
+        int nx_run = mma ? std::max(nx_words, 8 * rows_mma_vecs(a.nv, rows_mma_max_shifts<T, KP>())) : nx_words;
         if (mma && words_smem(nx_run) > smem_limit(dev, tune)) {
           mma = false;
           nx_run = nx_words;
@@ -639,7 +639,7 @@ int64_t backward_rows_words(const Problem& pr, const RowsPlan& plan, const T* dy
         // reach whole 128-position blocks of dx plus the shifts.
         const bool mma = sizeof(T) == 2 && rows_mma_bwd_compiled<KP>() && a.want_x && tune.rows_mma != 0 &&
                          tune.rows_mma_bwd != 0;
-        if (mma) a.nd = std::max(a.nd, 8 * (16 * int(ceil_div(a.nvx, 16)) + 2 * rows_mma_bwd_shifts<KP>() - 1));
+        if (mma) a.nd = std::max(a.nd, 8 * rows_mma_vecs(a.nvx, rows_mma_bwd_shifts<KP>()));
         a.ldy = int(std::min<int64_t>(pr.Lo, a.nd - a.sd));  // whole words (all even for halves)
         a.nxb = want_w ? 8 * (a.nwi + NW - 1) : 0;
         a.lx = want_w ? int(std::min<int64_t>(pr.L, a.nxb - a.sx)) : 0;

@@ -508,11 +508,11 @@ constexpr int rows_mma_bwd_shifts() {
   return rows_mma_shifts<KP, (KP & 1) ? 1 : 8>();
 }
 
-// Staged vectors (8 elements) per row the tensor-core forward reads for nv output vectors: block m
-// reads vectors 16m + a + 2s + h (a < 16, s < S, h < 2).
-template <typename T, int KP>
-constexpr int rows_mma_vecs(int nv) {
-  return 16 * ((nv + 15) / 16) + 2 * rows_mma_max_shifts<T, KP>() - 1;
+// Staged vectors (8 elements) per row a tensor-core product of S shifts reads for nv output vectors
+// (the forward: rows_mma_max_shifts; the backward's dx: rows_mma_bwd_shifts): block m reads vectors
+// 16m + a + 2s + h (a < 16, s < S, h < 2).
+constexpr int rows_mma_vecs(int nv, int shifts) {
+  return 16 * ((nv + 15) / 16) + 2 * shifts - 1;
 }
 
 // y[rr][j] = init + sum_k w[k] xs[rr][j + OFF + k] for j < nout of the nrows staged rows (xs rows
