@@ -8,7 +8,7 @@ checked against a float64 reference with both settings (a quick guard; the test 
 test_short_rows_kernel is the real check).
 
     python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps] [db] [words] [words16] [words_bwd] [span]
-                                            [specialized] [rule] [mma] [mma_bwd]
+                                            [specialized] [rule] [rule_mma] [mma] [mma_bwd]
     # default: the first two
     # db: the rows forward double-buffered (SEPCONV1D_DW_ROWS_DB=1) against single-buffered (=0)
     # words: the rows forward by word copies where rows are word-aligned (SEPCONV1D_DW_ROWS_WORDS=1)
@@ -25,6 +25,7 @@ test_short_rows_kernel is the real check).
     # span: the rows forward and backward (rows forced on) at the library's outputs per warp pass
     #   against SEPCONV1D_DW_ROWS_SPAN = 256, 1024 and 2048
     # rule: as depthwise, at ten more lengths of 257-1024 (RULE; with depthwise, the rows rules' table)
+    # rule_mma: as depthwise, half types only, at RULE_MMA (rows of 257-2048 at K 12-31)
     # specialized: the rows forward and backward (rows forced on) with K 3, 5, 7, 9, 11 and 31
     #   compiled exactly (SEPCONV1D_DW_SPECIALIZED=1) against padded to 4, 8, 12 and 32 (=0); K 15
     #   is a control
@@ -90,6 +91,29 @@ RULE = [
     ("L835 K15", 32, 512, 835, 15, 7, 7),
     ("L300 K7", 64, 512, 300, 7, 3, 3),
     ("L1000 K3", 16, 512, 1000, 3, 1, 1),
+]
+
+# Half-type rows of 257-2048 at K 12-31, aligned and not, where the rows backward's dx runs on the
+# tensor cores (rule_mma: rows against the library's other kernels, bf16 and fp16; fifty-seventh session).
+RULE_MMA = [
+    ("Conformer", 32, 512, 500, 31, 15, 15),
+    ("L512 K31", 32, 512, 512, 31, 15, 15),
+    ("L1000 K31", 16, 512, 1000, 31, 15, 15),
+    ("L1024 K31", 16, 512, 1024, 31, 15, 15),
+    ("L835 K31", 16, 512, 835, 31, 15, 15),
+    ("L300 K21", 64, 512, 300, 21, 10, 10),
+    ("L500 K21", 32, 512, 500, 21, 10, 10),
+    ("L768 K21", 16, 512, 768, 21, 10, 10),
+    ("L300 K13", 64, 512, 300, 13, 6, 6),
+    ("L500 K13", 32, 512, 500, 13, 6, 6),
+    ("L500 K15", 32, 512, 500, 15, 7, 7),
+    ("L512 K15", 32, 512, 512, 15, 7, 7),
+    ("L835 K15", 32, 512, 835, 15, 7, 7),
+    ("L1000 K15", 16, 512, 1000, 15, 7, 7),
+    ("L1500 K21", 8, 512, 1500, 21, 10, 10),
+    ("L2047 K15", 8, 512, 2047, 15, 7, 7),
+    ("L2048 K15", 8, 512, 2048, 15, 7, 7),
+    ("L2048 K31", 8, 512, 2048, 31, 15, 15),
 ]
 
 # (name, B, Cin, Cout, L, K, pad_left, pad_right, dtype)
@@ -286,6 +310,9 @@ def main() -> None:
             results["span"].append(time_span(*case, dtype))
     for dtype in (torch.bfloat16, torch.float32) if "depthwise" in parts or "rule" in parts else ():
         for case in (DEPTHWISE if "depthwise" in parts else []) + (RULE if "rule" in parts else []):
+            results["depthwise"].append(time_depthwise(*case, dtype))
+    for dtype in (torch.bfloat16, torch.float16) if "rule_mma" in parts else ():
+        for case in RULE_MMA:
             results["depthwise"].append(time_depthwise(*case, dtype))
     for case in SEPARABLE if "steps" in parts else ():
         results["separable"].append(time_separable(*case))

@@ -371,6 +371,49 @@ def test_short_rows_words_backward_routing(monkeypatch, dtype, length, offset, k
     assert any("dw_bwd_cf_rows_words_mma_kernel" in n for n in names) == mma, names
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the kernels' names come from the CUDA profiler")
+@pytest.mark.parametrize("dtype,length,k,backward,kernel", [
+    (torch.bfloat16, 500, 31, True, "dw_bwd_cf_rows_words_mma_kernel"),   # Conformer
+    (torch.float16, 300, 13, True, "dw_bwd_cf_rows_words_mma_kernel"),
+    (torch.bfloat16, 1000, 15, True, None),                              # rows longer than 512
+    (torch.bfloat16, 501, 31, True, None),                               # odd length: no words, no MMA
+    (torch.float16, 1500, 21, False, "dw_fwd_cf_rows_words_mma_kernel"),
+    (torch.bfloat16, 1501, 21, False, None),                             # odd length past 1024
+], ids=["bf16-bwd-L500-K31", "fp16-bwd-L300-K13", "bf16-bwd-L1000-K15", "bf16-bwd-L501-K31",
+        "fp16-fwd-L1500-K21", "bf16-fwd-L1501-K21"])
+def test_short_rows_rule_with_tensor_cores(monkeypatch, dtype, length, k, backward, kernel):
+    """With no switches set, half-type rows that the words kernels' tensor-core arithmetic takes go
+    to the rows kernels further than rows that it does not: the backward up to 512 positions from K
+    12, the forward up to the rows kernels' 2048 from K 13 (`rows_preferred`). Results equal the
+    float64 reference's (poisoned output memory)."""
+    for name in ("SEPCONV1D_DW_ROWS", "SEPCONV1D_DW_ROWS_WORDS", "SEPCONV1D_DW_ROWS_WORDS_BWD",
+                 "SEPCONV1D_DW_ROWS_MMA", "SEPCONV1D_DW_ROWS_MMA_BWD"):
+        monkeypatch.delenv(name, raising=False)
+    channels, left = 6, k // 2
+    right = k - 1 - left
+    x = make_activation(3, channels, length, dtype, "cuda")
+    weight, bias = _params(channels, k, dtype, "cuda", True)
+    x64, w64, b64 = (t.detach().double().requires_grad_(True) for t in (x, weight, bias))
+    ref = unfolded_depthwise(x64, w64, b64, 1, left, right, 1)
+    grad = torch.randn(ref.shape, dtype=torch.float64, device="cuda").to(dtype)
+    ref_grads = torch.autograd.grad(ref, (x64, w64, b64), grad.double())
+    poison_allocator("cuda", 2 * x.numel() * x.element_size())
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        if backward:
+            got = torch.ops.sepconv1d.depthwise_conv1d_backward(grad, x, weight, 1, left, right, 1, True, True, True)
+        else:
+            got = (sepconv1d.depthwise_conv1d(x, weight, bias, padding=(left, right)),)
+        torch.cuda.synchronize()
+    for name, g, r in zip(("x", "weight", "bias"), got, ref_grads if backward else (ref.detach(),)):
+        assert_close_to_reference(g, r, tolerance_for(dtype), f"{name} L={length} K={k} {dtype}")
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    prefix = "dw_bwd_cf_rows" if backward else "dw_fwd_cf_rows"
+    if kernel is None:
+        assert not any(prefix in n for n in names), names
+    else:
+        assert any(kernel in n for n in names), names
+
+
 def _half_rows(batch, channels, length, dtype, device, view):
     """An activation for the unaligned-row test: "slice" is [..., 1:] of rows one element longer
     (every row starts one element in), any other view a make_activation layout."""
