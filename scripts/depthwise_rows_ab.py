@@ -8,7 +8,8 @@ checked against a float64 reference with both settings (a quick guard; the test 
 test_short_rows_kernel is the real check).
 
     python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps] [db] [words] [words16] [words_bwd] [span]
-                                            [specialized] [rule] [rule_mma] [mma] [mma_bwd]
+                                            [specialized] [rule] [rule_mma] [rule_mma_ab] [mma_odd]
+                                            [mma] [mma_bwd]
     # default: the first two
     # db: the rows forward double-buffered (SEPCONV1D_DW_ROWS_DB=1) against single-buffered (=0)
     # words: the rows forward by word copies where rows are word-aligned (SEPCONV1D_DW_ROWS_WORDS=1)
@@ -26,6 +27,11 @@ test_short_rows_kernel is the real check).
     #   against SEPCONV1D_DW_ROWS_SPAN = 256, 1024 and 2048
     # rule: as depthwise, at ten more lengths of 257-1024 (RULE; with depthwise, the rows rules' table)
     # rule_mma: as depthwise, half types only, at RULE_MMA (rows of 257-2048 at K 12-31)
+    # rule_mma_ab: the backward with the library's routing at SEPCONV1D_DW_ROWS_MMA_BWD=1 (the rows
+    #   rule that the tensor-core dx widens) against =0 (the rule without it), at RULE_MMA
+    # mma_odd: at MMA_ODD (odd lengths: the rows forward that is not the words kernel), the rows
+    #   forward at SEPCONV1D_DW_ROWS_MMA=1 against =0, then as depthwise (rows against the others)
+    # steps_mma_bwd: the separable training steps at SEPCONV1D_DW_ROWS_MMA_BWD unset against =0
     # specialized: the rows forward and backward (rows forced on) with K 3, 5, 7, 9, 11 and 31
     #   compiled exactly (SEPCONV1D_DW_SPECIALIZED=1) against padded to 4, 8, 12 and 32 (=0); K 15
     #   is a control
@@ -116,6 +122,19 @@ RULE_MMA = [
     ("L2048 K31", 8, 512, 2048, 31, 15, 15),
 ]
 
+# Half-type rows the words kernels do not take (odd lengths), K 11-31: the other rows forward on the
+# tensor cores (mma_odd; fifty-seventh session).
+MMA_ODD = [
+    ("L251 K11", 32, 1024, 251, 11, 5, 5),
+    ("L211 K13", 128, 512, 211, 13, 6, 6),
+    ("L501 K31", 32, 512, 501, 31, 15, 15),
+    ("L499 K21", 32, 512, 499, 21, 10, 10),
+    ("L835 K15", 32, 512, 835, 15, 7, 7),
+    ("L1023 K15", 16, 512, 1023, 15, 7, 7),
+    ("L1023 K31", 16, 512, 1023, 31, 15, 15),
+    ("L2047 K15", 8, 512, 2047, 15, 7, 7),
+]
+
 # (name, B, Cin, Cout, L, K, pad_left, pad_right, dtype)
 SEPARABLE = [
     ("FastConformer bf16", 128, 512, 512, 210, 9, 8, 0, torch.bfloat16),
@@ -171,7 +190,9 @@ def time_depthwise(name, b, c, length, k, pl, pr, dtype) -> dict:
     return row
 
 
-def time_separable(name, b, cin, cout, length, k, pl, pr, dtype) -> dict:
+def time_separable(name, b, cin, cout, length, k, pl, pr, dtype, switch="SEPCONV1D_DW_ROWS") -> dict:
+    """A separable training step (forward and all five gradients) with the library's choices
+    against the variable `switch` at "0" (default: no rows kernels)."""
     xs = [torch.randn(b, cin, length, device="cuda", dtype=dtype, requires_grad=True) for _ in range(3)]
     dw = (torch.randn(cin, 1, k, device="cuda", dtype=dtype) / k**0.5).requires_grad_(True)
     dwb = torch.randn(cin, device="cuda", dtype=dtype, requires_grad=True)
@@ -183,10 +204,11 @@ def time_separable(name, b, cin, cout, length, k, pl, pr, dtype) -> dict:
         y = sepconv1d.separable_conv1d(xs[i], dw, pw, dwb, pwb, padding=(pl, pr))
         return torch.autograd.grad(y, (xs[i], dw, dwb, pw, pwb), dy)
 
-    row = {"case": name, "library": with_rows(None, step), "no_rows": with_rows("0", step)}
-    row["gain"] = row["no_rows"] / row["library"]
-    print(f"{name:20s} training step: library {row['library']:8.1f} us, without rows kernels"
-          f" {row['no_rows']:8.1f} us ({row['gain']:.2f}x)", flush=True)
+    row = {"case": name, "library": with_env(switch, None, step), "off": with_env(switch, "0", step),
+           "switch": switch}
+    row["gain"] = row["off"] / row["library"]
+    print(f"{name:20s} training step: library {row['library']:8.1f} us, {switch}=0"
+          f" {row['off']:8.1f} us ({row['gain']:.2f}x)", flush=True)
     return row
 
 
@@ -228,11 +250,12 @@ def backward_problem(b, c, length, k, pl, pr, dtype):
     return xs, gs, w, refs
 
 
-def time_backward_switch(name, b, c, length, k, pl, pr, dtype, switch) -> dict:
-    """The rows backward (rows forced on; dx, dw and db) with the variable `switch` at "1" against
-    "0", each checked against float64 autograd first."""
+def time_backward_switch(name, b, c, length, k, pl, pr, dtype, switch, forced: bool = True) -> dict:
+    """The rows backward (rows forced on, or with `forced` False the library's routing; dx, dw and
+    db) with the variable `switch` at "1" against "0", each checked against float64 autograd first."""
     xs, gs, w, refs = backward_problem(b, c, length, k, pl, pr, dtype)
-    os.environ["SEPCONV1D_DW_ROWS"] = "1"
+    if forced:
+        os.environ["SEPCONV1D_DW_ROWS"] = "1"
     row = {"case": name, "dtype": str(dtype).split(".")[-1], "B": b, "C": c, "L": length, "K": k,
            "switch": switch}
     try:
@@ -314,8 +337,17 @@ def main() -> None:
     for dtype in (torch.bfloat16, torch.float16) if "rule_mma" in parts else ():
         for case in RULE_MMA:
             results["depthwise"].append(time_depthwise(*case, dtype))
+    for dtype in (torch.bfloat16, torch.float16) if "mma_odd" in parts else ():
+        for case in MMA_ODD:
+            results["mma"].append(time_forward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_MMA", {}))
+            results["depthwise"].append(time_depthwise(*case, dtype))
+    for dtype in (torch.bfloat16, torch.float16) if "rule_mma_ab" in parts else ():
+        for case in RULE_MMA:
+            results["mma_bwd"].append(time_backward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_MMA_BWD", forced=False))
     for case in SEPARABLE if "steps" in parts else ():
         results["separable"].append(time_separable(*case))
+    for case in SEPARABLE if "steps_mma_bwd" in parts else ():
+        results["separable"].append(time_separable(*case, switch="SEPCONV1D_DW_ROWS_MMA_BWD"))
     out = os.path.join(os.environ.get("OUT", "/tmp"), "depthwise_rows_ab.json")
     with open(out, "w") as f:
         json.dump(results, f, indent=1)

@@ -239,8 +239,9 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words, words16, mma):
     SEPCONV1D_DW_ROWS_WORDS_BWD=1: float32, and half types at even lengths and offsets, the
     forward's copies 16 bytes wide between the row ends where a channel's rows share their offset
     within 16-byte chunks, 24 channels here, SEPCONV1D_DW_ROWS_WORDS16=1, or 4 bytes wide, =0;
-    half types' arithmetic on the tensor cores from K 11, by default, or on the CUDA cores,
-    SEPCONV1D_DW_ROWS_MMA=0):
+    half types' arithmetic on the tensor cores from K 11, by default, in the words forward and the
+    other rows forward alike (odd lengths, unaligned views: the rows-db / rows-single columns), or
+    on the CUDA cores, SEPCONV1D_DW_ROWS_MMA=0):
     forward and all three gradients against float64 for the exact sizes (3, 5, 7, 9, 11, 31) and
     every padded tap count (K up to 32, across 4, 8, 12, 16, 24 and 32), pad_left 0 / middle / K - 1
     with right pads that end the rows early or late, rows shorter than the kernel's window and
@@ -294,8 +295,8 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words, words16, mma):
 ], ids=["bf16-L210", "fp16-L250-odd-pad", "bf16-offset", "bf16-odd-L", "fp32-odd-L"])
 def test_short_rows_words_forward_routing(monkeypatch, dtype, length, offset, k, left, words):
     """With SEPCONV1D_DW_ROWS_WORDS=1 the short-row forward takes the word-copy kernel exactly where
-    every row of x and y is word-aligned (its tensor-core entry point for half types from K 11),
-    and the float64 reference's result either way (poisoned output memory)."""
+    every row of x and y is word-aligned, half types from K 11 a tensor-core entry point either
+    way, and the float64 reference's result (poisoned output memory)."""
     monkeypatch.setenv("SEPCONV1D_DW_ROWS", "1")
     monkeypatch.setenv("SEPCONV1D_DW_ROWS_WORDS", "1")
     channels, right = 6, k - 1 - left
@@ -310,9 +311,11 @@ def test_short_rows_words_forward_routing(monkeypatch, dtype, length, offset, k,
     names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     assert any("dw_fwd_cf_rows" in n for n in names), names
     assert any("dw_fwd_cf_rows_words_" in n for n in names) == words, names
-    # Half types' arithmetic on the tensor cores from K 11 (the words forward's MMA entry point).
-    mma = words and dtype != torch.float32 and k >= 11
-    assert any("dw_fwd_cf_rows_words_mma_kernel" in n for n in names) == mma, names
+    # Half types' arithmetic on the tensor cores from K 11: the words forward's MMA entry point, or
+    # on rows that are not word-aligned the other rows forward's.
+    mma = dtype != torch.float32 and k >= 11
+    assert any("dw_fwd_cf_rows_words_mma_kernel" in n for n in names) == (words and mma), names
+    assert any("dw_fwd_cf_rows_mma_kernel" in n for n in names) == (not words and mma), names
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the kernels' names come from the CUDA profiler")

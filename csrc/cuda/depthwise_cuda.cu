@@ -90,7 +90,7 @@ bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
 // outputs per warp pass by SEPCONV1D_DW_ROWS_SPAN (A/B of rows_plan's rule); their forward's
 // double buffering by SEPCONV1D_DW_ROWS_DB: "0" never, "1" wherever it fits in shared memory; and
 // their word copies on word-aligned rows by SEPCONV1D_DW_ROWS_WORDS (forward) and
-// SEPCONV1D_DW_ROWS_WORDS_BWD (backward), "0" / "1", and the words forward's arithmetic on the
+// SEPCONV1D_DW_ROWS_WORDS_BWD (backward), "0" / "1", and the rows forwards' arithmetic on the
 // tensor cores (half types) by SEPCONV1D_DW_ROWS_MMA, "0" / "1" (the backward's dx alone by
 // SEPCONV1D_DW_ROWS_MMA_BWD). SEPCONV1D_DW_SPECIALIZED=0 turns the
 // compiled kernel sizes off (every K then runs as a run-time or padded K: A/B runs).

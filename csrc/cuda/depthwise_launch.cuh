@@ -88,7 +88,7 @@ struct Tuning {
   int rows_words16 = -1;          // the words forward copies and stores 16 bytes at a time
                                   // between the row ends where a unit's rows allow: -1 from K 9,
                                   // 1 at every K, 0 never
-  int rows_mma = -1;              // the words forward's arithmetic on the tensor cores (half
+  int rows_mma = -1;              // the rows forwards' arithmetic on the tensor cores (half
                                   // types): -1 or 1 where compiled (rows_mma_compiled), 0 never
   int rows_mma_bwd = -1;          // the words backward's dx likewise, where compiled
                                   // (rows_mma_bwd_compiled; 0 never; also off where rows_mma is 0)
@@ -533,6 +533,19 @@ bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, co
           launched = true;
           return;
         }
+        // Half types' arithmetic on the tensor cores where compiled, as in the words forward: the
+        // rows then staged to whole 128-output blocks plus the shifts, where that fits (rows of
+        // odd lengths or offsets; H100, depthwise_rows_ab.py mma, csrc/NOTES.md, fifty-seventh
+        // session).
+        bool tc = sizeof(T) == 2 && rows_mma_compiled<KP>() && tune.rows_mma != 0;
+        const int nx_cuda = a.nx;
+        auto single_smem = [&](int nx) { return row_bytes * (nx + 8 * a.nv); };
+        if (tc) {
+          const int nx_mma = std::max(nx_cuda, 8 * rows_mma_vecs(a.nv, rows_mma_shifts<KP, 0>()));
+          tc = single_smem(nx_mma) <= smem_limit(dev, tune);
+          if (tc) a.nx = nx_mma;
+        }
+        a.pitch = a.nx + 8 * a.nv;
         // Double-buffered where preferred and its raw buffer (the next pass's aligned chunks) fits.
         const int raw_pitch = a.nx + int(16 / sizeof(T));
         const bool db = (tune.rows_db == 1 || (tune.rows_db < 0 && rows_db_preferred<T>(pr))) &&
@@ -541,9 +554,13 @@ bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, co
         const int64_t smem = row_bytes * (a.pitch + a.raw_pitch);
         if (smem > smem_limit(dev, tune)) return;
         auto kern = db ? &dw_fwd_cf_rows_kernel<T, W, KP, true> : &dw_fwd_cf_rows_kernel<T, W, KP, false>;
+        if constexpr (sizeof(T) == 2 && rows_mma_compiled<KP>()) {
+          if (tc) kern = db ? &dw_fwd_cf_rows_mma_kernel<T, W, KP, true> : &dw_fwd_cf_rows_mma_kernel<T, W, KP, false>;
+        }
         prepare_kernel(kern, smem, dev.device);
         DW_LAUNCH(kern, grid, size_t(smem), stream, a);
-        DW_CHECK_LAUNCH(db ? "dw_fwd_cf_rows_kernel/db" : "dw_fwd_cf_rows_kernel");
+        DW_CHECK_LAUNCH(tc ? (db ? "dw_fwd_cf_rows_kernel/mma_db" : "dw_fwd_cf_rows_kernel/mma")
+                            : (db ? "dw_fwd_cf_rows_kernel/db" : "dw_fwd_cf_rows_kernel"));
         launched = true;
       }
     });

@@ -577,11 +577,15 @@ DW_DEV void rows_load_taps(const RowsFwdArgs<T, W>& a, int64_t c, float (&wr)[NW
 }
 
 // DB: double-buffered staging (rows_fetch / rows_unstage; a.raw_pitch elements per row of each
-// warp's raw chunks after its rpw rows of pitch).
-template <typename T, typename W, int KP, bool DB = false>
-__global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_kernel(const RowsFwdArgs<T, W> a) {
+// warp's raw chunks after its rpw rows of pitch). MMA (half types, rows_mma_compiled KPs): the
+// staged rows' arithmetic on the tensor cores (rows_conv_mma at window offset 0), the rows then
+// staged to rows_mma_vecs(nv, rows_mma_shifts<KP, 0>()) vectors (a.nx; zeros past the row).
+template <typename T, typename W, int KP, bool DB, bool MMA>
+DW_DEV void rows_fwd_body(const RowsFwdArgs<T, W>& a) {
   const int K = rows_taps<KP>(a.K);  // compile-time where KP is exact
   static_assert(sizeof(T) <= 4, "float, half or bfloat16 activations");
+  static_assert(!MMA || sizeof(T) == 2, "the tensor-core arithmetic is for half types");
+  constexpr int S = rows_mma_shifts<KP, 0>();
   const int warp = int(threadIdx.x) / 32;
   const int lane = int(threadIdx.x) % 32;
   T* const sm = smem_base<T>() + int64_t(warp) * a.rpw * (a.pitch + (DB ? a.raw_pitch : 0));
@@ -589,8 +593,10 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_kernel(const RowsFwdA
   for (int64_t blk = blockIdx.x; blk < a.C * a.split; blk += gridDim.x) {
     const int64_t c = blk / a.split;
     const RowsSpan span = rows_span(a.B, a.per, blk - c * a.split);
-    float wr[KP], b;
+    float wr[MMA ? 1 : KP], b;
     rows_load_taps<T, W, KP>(a, c, wr, b);
+    [[maybe_unused]] std::conditional_t<MMA, TcConvB<T, W, S>, int> bf{};
+    if constexpr (MMA) bf.build(a.w + c * K, K, S, 0, false, lane >> 2, lane & 3);
     const int64_t step = int64_t(kWarps) * a.rpw;
     auto rows_of = [&](int64_t pb) { return int(pb + a.rpw <= span.b1 ? a.rpw : span.b1 - pb); };
     if constexpr (DB) {
@@ -620,12 +626,28 @@ __global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_kernel(const RowsFwdA
                       a.x_lo, a.x_hi, lane);
         __syncwarp();
       }
-      rows_fwd_compute<T, KP, 0>(sm, a.pitch, sm + a.nx, a.pitch, nrows, a.nv, K, wr, b, lane);
+      if constexpr (MMA) {
+        rows_conv_mma<T, W, S, S>(sm, a.pitch, sm + a.nx, a.pitch, nrows, 8 * a.nv, bf, b, lane);
+      } else {
+        rows_fwd_compute<T, KP, 0>(sm, a.pitch, sm + a.nx, a.pitch, nrows, a.nv, K, wr, b, lane);
+      }
       __syncwarp();
       rows_store<T>(a.y + pb * a.ysb + c * a.ysc, a.ysb, nrows, sm + a.nx, a.pitch, a.Lo, lane);
       __syncwarp();  // the next pass stages over these rows
     }
   }
+}
+
+template <typename T, typename W, int KP, bool DB = false>
+__global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_kernel(const RowsFwdArgs<T, W> a) {
+  rows_fwd_body<T, W, KP, DB, false>(a);
+}
+
+// Half types on the tensor cores (rows_mma_compiled KPs): its own entry point, as the words
+// forward's, so that the CUDA-core kernels keep their registers.
+template <typename T, typename W, int KP, bool DB = false>
+__global__ void __launch_bounds__(kThreads) dw_fwd_cf_rows_mma_kernel(const RowsFwdArgs<T, W> a) {
+  rows_fwd_body<T, W, KP, DB, true>(a);
 }
 
 // ---- The forward on word-aligned rows (dw_fwd_cf_rows_words_kernel) --------------------------
