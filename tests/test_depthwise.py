@@ -228,7 +228,7 @@ def test_dilated_kernels_as_phase_rows(monkeypatch, dtypes, phases):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_ROWS is read by the CUDA kernels")
 @pytest.mark.parametrize("rows,db,words,words16,mma", [
-    ("1", "1", "0", "", ""), ("1", "0", "0", "", ""), ("1", "0", "1", "1", ""), ("1", "0", "1", "1", "0"),
+    ("1", "1", "0", "", ""), ("1", "0", "0", "", "1"), ("1", "0", "1", "1", ""), ("1", "0", "1", "1", "0"),
     ("1", "0", "1", "0", ""), ("0", "", "", "", "")],
     ids=["rows-db", "rows-single", "rows-words16", "rows-words16-cuda-cores", "rows-words4", "no-rows"])
 @pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[2], DTYPES[3], DTYPES[4]], ids=dtype_pair_id)
@@ -239,9 +239,10 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words, words16, mma):
     SEPCONV1D_DW_ROWS_WORDS_BWD=1: float32, and half types at even lengths and offsets, the
     forward's copies 16 bytes wide between the row ends where a channel's rows share their offset
     within 16-byte chunks, 24 channels here, SEPCONV1D_DW_ROWS_WORDS16=1, or 4 bytes wide, =0;
-    half types' arithmetic on the tensor cores from K 11, by default, in the words forward and the
-    other rows forward alike (odd lengths, unaligned views: the rows-db / rows-single columns), or
-    on the CUDA cores, SEPCONV1D_DW_ROWS_MMA=0):
+    half types' arithmetic on the tensor cores from K 11, by default in the words forward and in
+    the other rows forward (odd lengths, unaligned views) on rows longer than 256 (rows-db), at
+    every length with SEPCONV1D_DW_ROWS_MMA=1 (rows-single), or on the CUDA cores,
+    SEPCONV1D_DW_ROWS_MMA=0):
     forward and all three gradients against float64 for the exact sizes (3, 5, 7, 9, 11, 31) and
     every padded tap count (K up to 32, across 4, 8, 12, 16, 24 and 32), pad_left 0 / middle / K - 1
     with right pads that end the rows early or late, rows shorter than the kernel's window and
@@ -292,11 +293,15 @@ def test_short_rows_kernel(monkeypatch, dtypes, rows, db, words, words16, mma):
     (torch.bfloat16, 250, 1, 11, 5, False),  # rows one element in: not word-aligned
     (torch.bfloat16, 211, 0, 11, 5, False),  # odd length: rows alternate parity
     (torch.float32, 211, 1, 11, 5, True),    # float32 rows are always whole words
-], ids=["bf16-L210", "fp16-L250-odd-pad", "bf16-offset", "bf16-odd-L", "fp32-odd-L"])
+    (torch.bfloat16, 501, 0, 31, 15, False),  # odd length past 256: the other rows forward's tensor cores
+    (torch.float16, 300, 1, 13, 6, False),   # rows one element in, past 256
+], ids=["bf16-L210", "fp16-L250-odd-pad", "bf16-offset", "bf16-odd-L", "fp32-odd-L", "bf16-odd-L501-K31",
+        "fp16-offset-L300-K13"])
 def test_short_rows_words_forward_routing(monkeypatch, dtype, length, offset, k, left, words):
     """With SEPCONV1D_DW_ROWS_WORDS=1 the short-row forward takes the word-copy kernel exactly where
-    every row of x and y is word-aligned, half types from K 11 a tensor-core entry point either
-    way, and the float64 reference's result (poisoned output memory)."""
+    every row of x and y is word-aligned, half types from K 11 a tensor-core entry point (the
+    other rows forward's on rows longer than 256), and the float64 reference's result (poisoned
+    output memory)."""
     monkeypatch.setenv("SEPCONV1D_DW_ROWS", "1")
     monkeypatch.setenv("SEPCONV1D_DW_ROWS_WORDS", "1")
     channels, right = 6, k - 1 - left
@@ -312,10 +317,11 @@ def test_short_rows_words_forward_routing(monkeypatch, dtype, length, offset, k,
     assert any("dw_fwd_cf_rows" in n for n in names), names
     assert any("dw_fwd_cf_rows_words_" in n for n in names) == words, names
     # Half types' arithmetic on the tensor cores from K 11: the words forward's MMA entry point, or
-    # on rows that are not word-aligned the other rows forward's.
+    # on rows that are not word-aligned the other rows forward's, there on rows longer than 256.
     mma = dtype != torch.float32 and k >= 11
     assert any("dw_fwd_cf_rows_words_mma_kernel" in n for n in names) == (words and mma), names
-    assert any("dw_fwd_cf_rows_mma_kernel" in n for n in names) == (not words and mma), names
+    other_mma = not words and mma and length > 256
+    assert any("dw_fwd_cf_rows_mma_kernel" in n for n in names) == other_mma, names
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the kernels' names come from the CUDA profiler")

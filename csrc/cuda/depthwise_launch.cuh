@@ -89,7 +89,8 @@ struct Tuning {
                                   // between the row ends where a unit's rows allow: -1 from K 9,
                                   // 1 at every K, 0 never
   int rows_mma = -1;              // the rows forwards' arithmetic on the tensor cores (half
-                                  // types): -1 or 1 where compiled (rows_mma_compiled), 0 never
+                                  // types) where compiled (rows_mma_compiled): -1 where it
+                                  // measured faster, 1 wherever compiled, 0 never
   int rows_mma_bwd = -1;          // the words backward's dx likewise, where compiled
                                   // (rows_mma_bwd_compiled; 0 never; also off where rows_mma is 0)
 };
@@ -534,10 +535,14 @@ bool forward_rows(const Problem& pr, const T* x, const Desc3& xd, const W* w, co
           return;
         }
         // Half types' arithmetic on the tensor cores where compiled, as in the words forward: the
-        // rows then staged to whole 128-output blocks plus the shifts, where that fits (rows of
-        // odd lengths or offsets; H100, depthwise_rows_ab.py mma, csrc/NOTES.md, fifty-seventh
-        // session).
-        bool tc = sizeof(T) == 2 && rows_mma_compiled<KP>() && tune.rows_mma != 0;
+        // rows then staged to whole 128-output blocks plus the shifts, where that fits. It pays on
+        // rows longer than 256 (H100, bf16 / fp16, depthwise_rows_ab.py mma_odd, csrc/NOTES.md,
+        // fifty-seventh session: L501 K31 1.33x / 1.32x, L1023 K31 1.37x, L499 K21 1.20x, L835 K15
+        // 1.21x, L1023 and L2047 K15 1.10x); shorter rows take 8 per warp pass single-buffered,
+        // where the longer staged rows cost more than the products save (L211 K13 0.89x, L251 K11
+        // 1.00x). SEPCONV1D_DW_ROWS_MMA=1 takes it at every length.
+        bool tc = sizeof(T) == 2 && rows_mma_compiled<KP>() && tune.rows_mma != 0 &&
+                  (tune.rows_mma == 1 || std::max(pr.L, pr.Lo) > 256);
         const int nx_cuda = a.nx;
         auto single_smem = [&](int nx) { return row_bytes * (nx + 8 * a.nv); };
         if (tc) {

@@ -1036,9 +1036,11 @@ int main_impl(int argc, char** argv) {
         cs.expect_bwd = "dw_bwd_cf_rows_kernel";
         cs.tune.rows_words = 0;
         cs.tune.rows_words_bwd = 0;
-        cs.tune.rows_db = 0;  // single-buffered forward (SEPCONV1D_DW_ROWS_DB=0)
+        cs.tune.rows_db = 0;  // single-buffered forward (SEPCONV1D_DW_ROWS_DB=0), half types'
+        cs.tune.rows_mma = 1;  // arithmetic on the tensor cores from K 11 at every length
         run(cs, rows_types[(idx + pi) % 5]);
-        cs.tune.rows_db = 1;  // the double-buffered forward (SEPCONV1D_DW_ROWS_DB=1)
+        cs.tune.rows_db = 1;  // the double-buffered forward (SEPCONV1D_DW_ROWS_DB=1), by default
+        cs.tune.rows_mma = -1;  // (the tensor cores on rows longer than 256)
         run(cs, rows_types[(idx + pi + 1) % 5]);
         // The words forward and backward (SEPCONV1D_DW_ROWS_WORDS=1) where the rows are
         // word-aligned: float32 always, half types where the lengths and the offsets are even.
