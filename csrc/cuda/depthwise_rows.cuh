@@ -27,7 +27,7 @@
 // even lengths and offsets), the forward takes dw_fwd_cf_rows_words_kernel instead: steps 1 and 3
 // by 4-byte copies with no realignment, pipelined over each warp's run of passes (see there); for
 // half types from K 11 its step 2 runs on the tensor cores (dw_fwd_cf_rows_words_mma_kernel,
-// rows_conv_mma).
+// rows_conv_mma), and so does the forward's on other rows longer than 256 (dw_fwd_cf_rows_mma_kernel).
 //
 // Index maps (s = 1, d = 1, P = pad_left, KP >= K):
 //   forward  y[j]  = bias + sum_{k<K} w[k] x[j - P + k];        staged xs[q] = x[q - P]
