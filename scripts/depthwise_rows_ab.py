@@ -9,7 +9,7 @@ test_short_rows_kernel is the real check).
 
     python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps] [db] [words] [words16] [words_bwd] [span]
                                             [specialized] [rule] [rule_mma] [rule_mma_ab] [mma_odd]
-                                            [mma] [mma_bwd]
+                                            [mma] [mma_bwd] [mma_dw] [steps_mma_dw]
     # default: the first two
     # db: the rows forward double-buffered (SEPCONV1D_DW_ROWS_DB=1) against single-buffered (=0)
     # words: the rows forward by word copies where rows are word-aligned (SEPCONV1D_DW_ROWS_WORDS=1)
@@ -31,6 +31,9 @@ test_short_rows_kernel is the real check).
     #   rule that the tensor-core dx widens) against =0 (the rule without it), at RULE_MMA
     # mma_odd: at MMA_ODD (odd lengths: the rows forward that is not the words kernel), the rows
     #   forward at SEPCONV1D_DW_ROWS_MMA=1 against =0, then as depthwise (rows against the others)
+    # mma_dw: the words backward's dw / db beside the tensor-core dx on the tensor cores too
+    #   (SEPCONV1D_DW_ROWS_MMA_DW unset) against the CUDA cores (=0), rows forced, bf16 and fp16
+    # steps_mma_dw: the separable training steps at SEPCONV1D_DW_ROWS_MMA_DW unset against =0
     # steps_mma_bwd: the separable training steps at SEPCONV1D_DW_ROWS_MMA_BWD unset against =0
     # specialized: the rows forward and backward (rows forced on) with K 3, 5, 7, 9, 11 and 31
     #   compiled exactly (SEPCONV1D_DW_SPECIALIZED=1) against padded to 4, 8, 12 and 32 (=0); K 15
@@ -337,6 +340,11 @@ def main() -> None:
     for dtype in (torch.bfloat16, torch.float16) if "rule_mma" in parts else ():
         for case in RULE_MMA:
             results["depthwise"].append(time_depthwise(*case, dtype))
+    for dtype in (torch.bfloat16, torch.float16) if "mma_dw" in parts else ():
+        for case in [c for c in DEPTHWISE if c[4] >= 12] + MMA_EXTRA + RULE_MMA[5:9]:
+            results["mma_bwd"].append(time_backward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_MMA_DW"))
+    for case in SEPARABLE if "steps_mma_dw" in parts else ():
+        results["separable"].append(time_separable(*case, switch="SEPCONV1D_DW_ROWS_MMA_DW"))
     for dtype in (torch.bfloat16, torch.float16) if "mma_odd" in parts else ():
         for case in MMA_ODD:
             results["mma"].append(time_forward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_MMA", {}))

@@ -337,15 +337,19 @@ def test_short_rows_words_forward_routing(monkeypatch, dtype, length, offset, k,
 ], ids=["bf16-L210", "fp16-L250-odd-pad", "bf16-offset", "bf16-odd-L", "fp32-odd-L", "fp32-L210", "fp32-K12",
         "bf16-L500-K31"])
 @pytest.mark.parametrize("wanted", ["all", "x", "weight", "bias"])
-def test_short_rows_words_backward_routing(monkeypatch, dtype, length, offset, k, left, words, held, wanted):
+@pytest.mark.parametrize("mma_dw", ["", "0"], ids=["dw-default", "dw-cuda-cores"])
+def test_short_rows_words_backward_routing(monkeypatch, dtype, length, offset, k, left, words, held, wanted,
+                                           mma_dw):
     """With SEPCONV1D_DW_ROWS_WORDS_BWD=1 the short-row backward takes the word-copy kernel exactly
     where every row it reads or writes is word-aligned, and each asked-for gradient equals the
     float64 reference's either way (poisoned output memory); its weight-gradient sums, one slot per
     unit of rows, are the same bits on a second call. Float32 dx comes from the entry point that
     stores it from registers (held at 64 registers) exactly where K <= 11 and dx's rows start on 8
-    bytes; half types' dx runs on the tensor cores from K 12."""
+    bytes; half types' dx runs on the tensor cores from K 12, and beside it dw and db by default
+    (SEPCONV1D_DW_ROWS_MMA_DW=0: on the CUDA cores)."""
     monkeypatch.setenv("SEPCONV1D_DW_ROWS", "1")
     monkeypatch.setenv("SEPCONV1D_DW_ROWS_WORDS_BWD", "1")
+    monkeypatch.setenv("SEPCONV1D_DW_ROWS_MMA_DW", mma_dw)
     channels, right = 6, k - 1 - left + 2
     x = make_activation(21, channels, length + offset, dtype, "cuda")[..., offset:]
     weight, bias = _params(channels, k, dtype, "cuda", True)

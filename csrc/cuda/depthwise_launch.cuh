@@ -93,6 +93,7 @@ struct Tuning {
                                   // measured faster, 1 wherever compiled, 0 never
   int rows_mma_bwd = -1;          // the words backward's dx likewise, where compiled
                                   // (rows_mma_bwd_compiled; 0 never; also off where rows_mma is 0)
+  int rows_mma_dw = -1;           // with it, the words backward's dw / db too (0: on the CUDA cores)
 };
 
 enum class Path { CF, CL, Direct };
@@ -680,8 +681,13 @@ int64_t backward_rows_words(const Problem& pr, const RowsPlan& plan, const T* dy
         const bool mma = sizeof(T) == 2 && rows_mma_bwd_compiled<KP>() && a.want_x && tune.rows_mma != 0 &&
                          tune.rows_mma_bwd != 0;
         if (mma) a.nd = std::max(a.nd, 8 * rows_mma_vecs(a.nvx, rows_mma_bwd_shifts<KP>()));
+        // dw / db on the tensor cores beside it (rows_dw_mma): the rows staged to whole steps of
+        // 32 vectors, x to the D tiles' reach, and a D scratch per warp.
+        const bool mmaw = mma && want_wb && tune.rows_mma_dw != 0;
+        if (mmaw) a.nd = std::max(a.nd, 8 * rows_dw_mma_dy_vecs(a.nwi));
         a.ldy = int(std::min<int64_t>(pr.Lo, a.nd - a.sd));  // whole words (all even for halves)
         a.nxb = want_w ? 8 * (a.nwi + NW - 1) : 0;
+        if (mmaw && want_w) a.nxb = std::max(a.nxb, 8 * rows_dw_mma_x_vecs<KP>(a.nwi));
         a.lx = want_w ? int(std::min<int64_t>(pr.L, a.nxb - a.sx)) : 0;
         // (dx may be null: nothing is stored then, and either entry point does.)
         const bool dx_direct = rows_bwd_dx_direct<T, KP>(cf_row_granule<T>(dx, dxd) >= 8);
@@ -689,7 +695,8 @@ int64_t backward_rows_words(const Problem& pr, const RowsPlan& plan, const T* dy
           const bool staged = !dx_direct && a.want_x;
           const int64_t dx_rows = staged ? int64_t(rpw) * 8 * a.nvx : 0;
           const int64_t per_warp = 2 * int64_t(rpw) * (a.nd + a.nxb) + dx_rows;
-          return int64_t(kWarps) * per_warp * int64_t(sizeof(T));
+          const int64_t scratch = mmaw ? int64_t(rows_dw_mma_scratch<KP>()) * int64_t(sizeof(float)) : 0;
+          return int64_t(kWarps) * (per_warp * int64_t(sizeof(T)) + scratch);
         };
         const int64_t limit = smem_limit(dev, tune);
         // About 512 outputs per warp pass at every length and type: the half-type rule's 2048 at
@@ -708,13 +715,14 @@ int64_t backward_rows_words(const Problem& pr, const RowsPlan& plan, const T* dy
           a.part = alloc(a.groups);
           if (a.part == nullptr) return;
         }
-        auto kern = rows_bwd_words_kernel<T, W, KP>(dx_direct, mma);
+        auto kern = rows_bwd_words_kernel<T, W, KP>(dx_direct, mma, mmaw);
         prepare_kernel(kern, smem, dev.device);
         const RowsWarpRuns runs = rows_warp_runs(a.units, resident_blocks(kern, size_t(smem), dev.device, 4),
                                                  dev, tune);
         a.upw = runs.upw;
         DW_LAUNCH(kern, runs.grid, size_t(smem), stream, a);
-        DW_CHECK_LAUNCH(mma ? "dw_bwd_cf_rows_kernel/words_mma" : "dw_bwd_cf_rows_kernel/words");
+        DW_CHECK_LAUNCH(mmaw ? "dw_bwd_cf_rows_kernel/words_mma_dw"
+                             : (mma ? "dw_bwd_cf_rows_kernel/words_mma" : "dw_bwd_cf_rows_kernel/words"));
         slots = want_wb ? a.groups : 0;
       }
     });

@@ -1098,12 +1098,75 @@ DW_DEV void rows_bwd_words_compute(const T* dys, int dpitch, const T* xbs, int x
   }
 }
 
+// The words backward's dw / db on the tensor cores (half types, beside the tensor-core dx), as
+// dw_bwd_cf_tc_kernel's: with X[a][t] = xbs[8a + t] and DY[a][n] = dys[8a + n] over the staged
+// vectors a of a unit's rows, D = X^T DY (t < 16 MT, n < 8; the MMA's reduction runs over a, 32
+// vectors per step, both operands by ldmatrix.trans) gives dw[k] = sum_n D[n + k + DX][n] (DX: the
+// x windows' offset, 0 or 1), summed in a fixed order at the unit's end; db is the sum of the same
+// DY fragments. Per 256 positions of a row: 1 + 2 MT ldmatrix and 2 MT MMAs, where the CUDA cores
+// spend ~K FFMA per position and lane item.
+template <int KP>
+constexpr int rows_dw_mma_tiles() {  // 16-row tiles of t: t <= 7 + (K - 1) + 1
+  return (KP + 8 + 15) / 16;
+}
+// Staged vectors per row the product reads for nwi items: dy whole steps of 32, x those plus the
+// tiles' reach.
+constexpr int rows_dw_mma_dy_vecs(int nwi) { return 32 * ((nwi + 31) / 32); }
+template <int KP>
+constexpr int rows_dw_mma_x_vecs(int nwi) {
+  return rows_dw_mma_dy_vecs(nwi) + 2 * rows_dw_mma_tiles<KP>();
+}
+// Floats of one warp's D scratch (the unit's end).
+template <int KP>
+constexpr int rows_dw_mma_scratch() {
+  return 16 * rows_dw_mma_tiles<KP>() * 8;
+}
+
+template <typename T, int MT>
+DW_DEV void rows_dw_mma(const T* dys, int dpitch, const T* xbs, int xpitch, int nrows, int nwi,
+                        bool want_w, float (&dacc)[MT][4], float& pdb, int lane) {
+  const int nj = (nwi + 31) / 32;
+  // B matrix mi = lane >> 3: DY vectors 8 mi + (lane & 7) of the step; A (X^T) matrix mi: t half
+  // (mi & 1), a half (mi >> 1): x vector 8 (mi >> 1) + (lane & 7) + (mi & 1) (+ 16 ks + 2 mt).
+  const int b_lane = (8 * (lane >> 3) + (lane & 7)) * 8;
+  const int x_lane = (8 * (lane >> 4) + (lane & 7) + ((lane >> 3) & 1)) * 8;
+#pragma unroll 1
+  for (int rr = 0; rr < nrows; ++rr) {
+#pragma unroll 1
+    for (int j = 0; j < nj; ++j) {
+      uint32_t bb[4];
+      tc_ldmatrix_x4_trans(bb, dys + rr * dpitch + 256 * j + b_lane);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        float lo, hi;
+        unpack2<T>(bb[i], lo, hi);
+        pdb += lo + hi;
+      }
+      if (want_w) {
+        const T* xr = xbs + rr * xpitch + 256 * j + x_lane;
+#pragma unroll
+        for (int ks = 0; ks < 2; ++ks) {
+          const uint32_t bk[2] = {bb[2 * ks], bb[2 * ks + 1]};
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            uint32_t aa[4];
+            tc_ldmatrix_x4_trans(aa, xr + (16 * ks + 2 * mt) * 8);
+            tc_mma<T>(dacc[mt], aa, bk);
+          }
+        }
+      }
+    }
+  }
+}
+
 // The body of the words backward kernels below; DXD: dx stored from registers (rows_bwd_dx_direct);
 // MMA (half types): dx on the tensor cores (rows_conv_mma over the staged dy rows, stored as pairs
-// to dx's rows), dw and db on the CUDA cores as before.
-template <typename T, typename W, int KP, bool DXD, bool MMA = false>
+// to dx's rows); MMAW (with MMA): dw and db too (rows_dw_mma, a D scratch per warp after the
+// warps' rows), else on the CUDA cores.
+template <typename T, typename W, int KP, bool DXD, bool MMA = false, bool MMAW = false>
 DW_DEV void rows_bwd_words_body(const RowsBwdArgs<T, W>& a) {
   static_assert(!MMA || (DXD && sizeof(T) == 2), "the tensor-core dx is for half types, stored direct");
+  static_assert(!MMAW || MMA, "dw / db on the tensor cores come with the tensor-core dx");
   const int K = rows_taps<KP>(a.K);  // compile-time where KP is exact
   static_assert(sizeof(T) <= 4, "float, half or bfloat16 activations");
   constexpr int EPW = int(4 / sizeof(T));
@@ -1119,6 +1182,10 @@ DW_DEV void rows_bwd_words_body(const RowsBwdArgs<T, W>& a) {
   const int dx_rows = !kDxDirect && a.want_x ? a.rpw * 8 * a.nvx : 0;  // staged dx
   T* const base = smem_base<T>() + int64_t(warp) * (2 * set + dx_rows);
   T* const dxs = base + 2 * set;
+  constexpr int MT = rows_dw_mma_tiles<KP>();
+  [[maybe_unused]] float* const dscr =
+      reinterpret_cast<float*>(smem_base<T>() + int64_t(kWarps) * (2 * set + dx_rows)) +
+      warp * rows_dw_mma_scratch<KP>();
   // The padding cells of both sets: dy rows outside [sd, sd + ldy), x rows outside [sx, sx + lx).
   rows_zero_pads(base, a.rpw, a.nd, a.sd, a.sd + a.ldy, lane);
   rows_zero_pads(base + set, a.rpw, a.nd, a.sd, a.sd + a.ldy, lane);
@@ -1184,13 +1251,19 @@ DW_DEV void rows_bwd_words_body(const RowsBwdArgs<T, W>& a) {
         rows_conv_mma<T, W, SB, SB>(dys, a.nd, dxg, a.dxsb, nrows, a.L, bf, 0.f, lane);
       }
     }
+    [[maybe_unused]] float dacc[MMAW ? MT : 1][4] = {};
+    if constexpr (MMAW) {
+      if (want_wb) rows_dw_mma<T, MT>(dys, a.nd, xbs, a.nxb, nrows, a.nwi, a.want_w, dacc, accb, lane);
+    }
     // The unit's items at the compile-time window offsets (OD, DX).
     auto compute = [&](auto od_c, auto dx_c) {
       rows_bwd_words_compute<T, KP, decltype(od_c)::value, decltype(dx_c)::value, DXD>(
           dys, a.nd, xbs, a.nxb, dxo, dxp, a.L, nrows, a.nu, a.nvx, a.nwi, K, items_dx, a.want_w,
           a.want_b, wf, accw, accb, lane);
     };
-    if constexpr (EPW == 2) {
+    if constexpr (MMAW) {
+      // Nothing left for the items: dx, dw and db came from the tensor cores.
+    } else if constexpr (EPW == 2) {
       // DX at OD = 0: sx is KP - 1 rounded up to a whole word, so 1 for even KP, 0 for odd.
       constexpr int DX0 = (KP - 1) & 1;
       DW_ASSERT(a.sx - (KP - 1) - od == (od != 0 ? 1 - DX0 : DX0));
@@ -1202,7 +1275,33 @@ DW_DEV void rows_bwd_words_body(const RowsBwdArgs<T, W>& a) {
     } else {
       compute(std::integral_constant<int, 0>{}, std::integral_constant<int, 0>{});
     }
-    if (want_wb) {
+    if constexpr (MMAW) {
+      if (want_wb) {
+        // D to the warp's scratch, then lane k < K sums its diagonal in a fixed order; db from the
+        // lanes' sums by the warp tree (fixed order too).
+        float* slot = a.part + (cur.pb / a.rpw) * (K + 1) * a.C + cur.c;
+        const float db = warp_sum(accb);
+        if (a.want_w) {
+          const int g = lane >> 2, q = lane & 3;
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) dscr[(16 * mt + g + 8 * (i >> 1)) * 8 + 2 * q + (i & 1)] = dacc[mt][i];
+          }
+          __syncwarp();
+        }
+        const int dxw = a.sx - (KP - 1) - od;  // the x windows' offset DX (0 or 1)
+        if (lane < K) {
+          float sw = 0.f;
+          if (a.want_w) {
+#pragma unroll
+            for (int n = 0; n < 8; ++n) sw += dscr[(n + lane + dxw) * 8 + n];
+          }
+          slot[int64_t(lane) * a.C] = sw;
+        }
+        if (lane == 0) slot[int64_t(K) * a.C] = a.want_b ? db : 0.f;
+      }
+    } else if (want_wb) {
       // The unit's sums, scattered over the lanes; each value's writer stores it to the unit's slot
       // (the padded taps past K are dropped).
       const RowsScattered<KP> r = rows_warp_sums(accw, accb, lane);
@@ -1243,9 +1342,9 @@ __global__ void __launch_bounds__(kThreads, kRowsBwdWordsHeldBlocks)
 }
 
 // Half types with dx on the tensor cores (rows_mma_bwd_compiled KPs).
-template <typename T, typename W, int KP>
+template <typename T, typename W, int KP, bool MMAW = false>
 __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_mma_kernel(const RowsBwdArgs<T, W> a) {
-  rows_bwd_words_body<T, W, KP, true, true>(a);
+  rows_bwd_words_body<T, W, KP, true, true, MMAW>(a);
 }
 
 
@@ -1253,13 +1352,15 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_mma_kernel(cons
 // (rows_bwd_dx_direct) and whether dx runs on the tensor cores; the held and the tensor-core ones
 // are instantiated only where they can be picked.
 template <typename T, typename W, int KP>
-auto rows_bwd_words_kernel(bool dx_direct, bool mma) {
+auto rows_bwd_words_kernel(bool dx_direct, bool mma, bool mmaw) {
   auto kern = &dw_bwd_cf_rows_words_kernel<T, W, KP>;
   if constexpr (rows_bwd_words_held<T, KP>()) {
     if (dx_direct) kern = &dw_bwd_cf_rows_words_kernel_held64<T, W, KP>;
   }
   if constexpr (sizeof(T) == 2 && rows_mma_bwd_compiled<KP>()) {
-    if (mma) kern = &dw_bwd_cf_rows_words_mma_kernel<T, W, KP>;
+    if (mma) {
+      kern = mmaw ? &dw_bwd_cf_rows_words_mma_kernel<T, W, KP, true> : &dw_bwd_cf_rows_words_mma_kernel<T, W, KP>;
+    }
   }
   return kern;
 }

@@ -1047,7 +1047,8 @@ int main_impl(int argc, char** argv) {
         // Half types with the arithmetic on the tensor cores from K 11 (by default).
         cs.tune.rows_words = 1;
         cs.tune.rows_words_bwd = 1;
-        run(cs, rows_types[(idx + pi + 2) % 5]);
+        cs.tune.rows_mma_dw = idx % 2 == 0 ? -1 : 0;  // the half types' dw / db beside the
+        run(cs, rows_types[(idx + pi + 2) % 5]);      // tensor-core dx on either kind of core
         // ... and the words forward by 4-byte words only (SEPCONV1D_DW_ROWS_WORDS16=0), on the
         // CUDA cores (SEPCONV1D_DW_ROWS_MMA=0).
         cs.tune.rows_words16 = 0;
