@@ -385,23 +385,28 @@ def test_short_rows_words_backward_routing(monkeypatch, dtype, length, offset, k
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the kernels' names come from the CUDA profiler")
-@pytest.mark.parametrize("dtype,length,k,backward,kernel", [
-    (torch.bfloat16, 500, 31, True, "dw_bwd_cf_rows_words_mma_kernel"),   # Conformer
-    (torch.float16, 300, 13, True, "dw_bwd_cf_rows_words_mma_kernel"),
-    (torch.bfloat16, 1000, 15, True, None),                              # rows longer than 512
-    (torch.bfloat16, 501, 31, True, None),                               # odd length: no words, no MMA
-    (torch.float16, 1500, 21, False, "dw_fwd_cf_rows_words_mma_kernel"),
-    (torch.bfloat16, 1501, 21, False, None),                             # odd length past 1024
-], ids=["bf16-bwd-L500-K31", "fp16-bwd-L300-K13", "bf16-bwd-L1000-K15", "bf16-bwd-L501-K31",
-        "fp16-fwd-L1500-K21", "bf16-fwd-L1501-K21"])
-def test_short_rows_rule_with_tensor_cores(monkeypatch, dtype, length, k, backward, kernel):
+@pytest.mark.parametrize("dtype,length,k,backward,dw_cuda_cores,kernel", [
+    (torch.bfloat16, 500, 31, True, False, "dw_bwd_cf_rows_words_mma_kernel"),   # Conformer
+    (torch.float16, 300, 13, True, False, "dw_bwd_cf_rows_words_mma_kernel"),
+    (torch.bfloat16, 1000, 15, True, False, "dw_bwd_cf_rows_words_mma_kernel"),  # dw / db on the tensor cores
+    (torch.bfloat16, 1000, 15, True, True, None),                              # ... or not: dx alone, to 512
+    (torch.bfloat16, 2048, 15, True, False, None),                             # rows longer than 1536
+    (torch.bfloat16, 501, 31, True, False, None),                              # odd length: no words, no MMA
+    (torch.float16, 1500, 21, False, False, "dw_fwd_cf_rows_words_mma_kernel"),
+    (torch.bfloat16, 1501, 21, False, False, None),                            # odd length past 1024
+], ids=["bf16-bwd-L500-K31", "fp16-bwd-L300-K13", "bf16-bwd-L1000-K15", "bf16-bwd-L1000-K15-dw-cuda-cores",
+        "bf16-bwd-L2048-K15", "bf16-bwd-L501-K31", "fp16-fwd-L1500-K21", "bf16-fwd-L1501-K21"])
+def test_short_rows_rule_with_tensor_cores(monkeypatch, dtype, length, k, backward, dw_cuda_cores, kernel):
     """With no switches set, half-type rows that the words kernels' tensor-core arithmetic takes go
-    to the rows kernels further than rows that it does not: the backward up to 512 positions from K
-    12, the forward up to the rows kernels' 2048 from K 13 (`rows_preferred`). Results equal the
-    float64 reference's (poisoned output memory)."""
+    to the rows kernels further than rows that it does not: the backward from K 12 up to 1536
+    positions with dw and db on the tensor cores beside dx, 512 with dx alone there
+    (SEPCONV1D_DW_ROWS_MMA_DW=0), the forward from K 13 up to the rows kernels' 2048
+    (`rows_preferred`). Results equal the float64 reference's (poisoned output memory)."""
     for name in ("SEPCONV1D_DW_ROWS", "SEPCONV1D_DW_ROWS_WORDS", "SEPCONV1D_DW_ROWS_WORDS_BWD",
-                 "SEPCONV1D_DW_ROWS_MMA", "SEPCONV1D_DW_ROWS_MMA_BWD"):
+                 "SEPCONV1D_DW_ROWS_MMA", "SEPCONV1D_DW_ROWS_MMA_BWD", "SEPCONV1D_DW_ROWS_MMA_DW"):
         monkeypatch.delenv(name, raising=False)
+    if dw_cuda_cores:
+        monkeypatch.setenv("SEPCONV1D_DW_ROWS_MMA_DW", "0")
     channels, left = 6, k // 2
     right = k - 1 - left
     x = make_activation(3, channels, length, dtype, "cuda")

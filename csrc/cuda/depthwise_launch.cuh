@@ -324,37 +324,42 @@ bool rows_apply(const Problem& pr, bool fast) {
 //     aligned rows with a compiled K: half types up to 512 (L512 K9 1.15x, L512 K3 1.09x; L1000 K3
 //       0.78x, L1024 K9 0.84x), float32 none (L500 K9 0.77x, L512 K3 0.80x);
 //     longer rows lose (L2047 K15 0.74x, L2048 K9 0.80x / 0.61x).
-// `mma`: the words kernels' tensor-core arithmetic will run (rows_mma_expected). With it (H100,
-// depthwise_rows_ab.py rule_mma, csrc/NOTES.md, fifty-seventh session; bf16, fp16 alike):
-//   forward, half types from K 13: every row up to kRowsMaxLen (L1500 K21 1.25x, L2048 K15 and
-//     K31 1.03x; up to 1024 the rule above already took them: L512 K31 2.2x, L1024 K31 1.6x);
-//   backward, half types from K 12: rows of at most 512 (Conformer L500 K31 1.09x, L500 K21 1.08x,
-//     L500 K13 1.26x, L512 K15 1.11x, L300 K21 1.52x; L512 K31 0.98x), not longer (L768 K21 1.00x,
-//     L835 K15 0.85x, L1000 K15 0.92x, L1024 K31 0.86x, L2048 K31 0.68x).
+// `mma_reach`: where the words kernels' tensor-core arithmetic will run (rows_mma_reach), the
+// longest rows the rules below give way to: every half-type row up to it goes to the rows
+// kernels. From the tables (H100, depthwise_rows_ab.py rule_mma, csrc/NOTES.md, fifty-seventh
+// session; bf16, fp16 alike):
+//   forward, half types from K 13: kRowsMaxLen (L1500 K21 1.25x, L2048 K15 and K31 1.03x; up to
+//     1024 the rule above already took them: L512 K31 2.2x, L1024 K31 1.6x);
+//   backward, half types from K 12, dx alone on the tensor cores: 512 (Conformer L500 K31 1.09x,
+//     L500 K13 1.26x, L512 K15 1.11x, L300 K21 1.52x; L512 K31 0.98x, L768 K21 1.00x, L1000 K15
+//     0.92x, L1024 K31 0.86x);
+//   backward with dw / db on the tensor cores too: 1536 (Conformer 1.27x, L512 K31 1.33x, L768 K21
+//     1.33x, L1000 K15 1.11x, L1024 K31 1.09x, L1500 K21 1.13x; L2048 K15 and K31 0.85x).
 // SEPCONV1D_DW_ROWS (Tuning::rows) overrides.
 template <typename T>
-bool rows_preferred(const Problem& pr, bool aligned, bool backward, bool mma) {
+bool rows_preferred(const Problem& pr, bool aligned, bool backward, int64_t mma_reach) {
   const int64_t len = std::max(pr.L, pr.Lo);
   bool compiled = false;
   dispatch_kernel_size(pr.K, [&](auto kc) { compiled = decltype(kc)::value > 0; });
+  if (len <= 256 || (sizeof(T) == 2 && len <= mma_reach)) return true;
   if (backward) {
-    if (len <= 256) return true;
-    if (sizeof(T) == 2 && mma) return len <= 512;
     if (sizeof(T) == 2) return pr.K <= 11 && (len <= 512 || ((!aligned || !compiled) && len <= 1024));
     return (!aligned || !compiled) && len <= 1024;
   }
-  if (len <= 256 || (sizeof(T) == 2 && mma)) return true;
   return (!aligned || !compiled) && len <= (sizeof(T) == 2 ? 1024 : kRowsMaxLen);
 }
 
-// Whether the rows kernels' tensor-core arithmetic will run, for rows_preferred: half types whose
-// rows the words kernels take (`words`: rows_words_apply, or rows_words_bwd_apply with dx wanted),
-// the forward from K 13 (where it measured 1.3x or more over the CUDA cores), the backward's dx
-// from K 12 (rows_mma_bwd_compiled), unless switched off (Tuning::rows_mma, rows_mma_bwd).
+// How far the rows kernels' tensor-core arithmetic moves rows_preferred's rules (0: not at all):
+// half types whose rows the words kernels take (`words`: rows_words_apply, or rows_words_bwd_apply
+// with dx wanted), the forward from K 13 (where it measured 1.3x or more over the CUDA cores), the
+// backward's dx from K 12 (rows_mma_bwd_compiled) with (`dw_db`) or without dw / db beside it,
+// unless switched off (Tuning::rows_mma, rows_mma_bwd, rows_mma_dw).
 template <typename T>
-bool rows_mma_expected(const Problem& pr, bool words, bool backward, const Tuning& tune) {
-  if (sizeof(T) != 2 || !words || tune.rows_mma == 0) return false;
-  return backward ? tune.rows_mma_bwd != 0 && pr.K >= 12 : pr.K >= 13;
+int64_t rows_mma_reach(const Problem& pr, bool words, bool backward, bool dw_db, const Tuning& tune) {
+  if (sizeof(T) != 2 || !words || tune.rows_mma == 0) return 0;
+  if (!backward) return pr.K >= 13 ? kRowsMaxLen : 0;
+  if (tune.rows_mma_bwd == 0 || pr.K < 12) return 0;
+  return dw_db && tune.rows_mma_dw != 0 ? 1536 : 512;
 }
 
 // Where the double-buffered rows forward (the next pass's rows fetched by cp.async while this pass
@@ -425,9 +430,10 @@ bool rows_words_bwd_apply(const Problem& pr, const T* dy, const Desc3& dyd, cons
 }
 
 template <typename T>
-bool rows_wanted(const Problem& pr, bool fast, bool aligned, bool backward, bool mma, const Tuning& tune) {
+bool rows_wanted(const Problem& pr, bool fast, bool aligned, bool backward, int64_t mma_reach,
+                 const Tuning& tune) {
   if (!rows_apply<T>(pr, fast) || tune.rows == 0) return false;
-  return tune.rows == 1 || rows_preferred<T>(pr, aligned, backward, mma);
+  return tune.rows == 1 || rows_preferred<T>(pr, aligned, backward, mma_reach);
 }
 
 // Rows per warp pass: about `span` outputs per pass, 2048 for half types on rows of at most 256,
@@ -785,9 +791,9 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
     a.x_vec = cf_vec_level<T, V, G>(x, xd);
     a.y_vec = cf_vec_level<T, V, G>(y, yd);
     // Short rows: the rows kernel (one warp per row, several rows per pass).
-    const bool rows_mma = rows_mma_expected<T>(
-        pr, tune.rows_words != 0 && rows_words_apply<T>(pr, x, xd, y, yd), false, tune);
-    if (rows_wanted<T>(pr, fast, a.x_vec == kVecGroup && a.y_vec == kVecGroup, false, rows_mma, tune) &&
+    const int64_t mma_reach = rows_mma_reach<T>(
+        pr, tune.rows_words != 0 && rows_words_apply<T>(pr, x, xd, y, yd), false, false, tune);
+    if (rows_wanted<T>(pr, fast, a.x_vec == kVecGroup && a.y_vec == kVecGroup, false, mma_reach, tune) &&
         forward_rows<T, W>(pr, x, xd, w, bias, y, yd, stream, dev, tune)) {
       return;
     }
@@ -1126,11 +1132,12 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
     // Short rows: the rows kernel (dx, dw and db in one pass over the rows).
     const bool rows_aligned = a.dy_vec == kVecGroup && (!want_w || a.x_vec == kVecGroup) &&
                               (!want_x || a.dx_vec == kVecGroup);
-    const bool rows_mma =
-        want_x && rows_mma_expected<T>(pr, tune.rows_words_bwd != 0 &&
-                                               rows_words_bwd_apply<T>(pr, dy, dyd, x, xd, dx, dxd, want_w),
-                                       true, tune);
-    if (rows_wanted<T>(pr, fast, rows_aligned, true, rows_mma, tune)) {
+    const int64_t mma_reach =
+        !want_x ? 0
+                : rows_mma_reach<T>(pr, tune.rows_words_bwd != 0 &&
+                                            rows_words_bwd_apply<T>(pr, dy, dyd, x, xd, dx, dxd, want_w),
+                                    true, want_w || want_b, tune);
+    if (rows_wanted<T>(pr, fast, rows_aligned, true, mma_reach, tune)) {
       const RowsPlan plan = rows_plan<T>(pr, dev, tune);
       // Word-aligned rows: the words backward (word copies, each warp a run of units).
       A* wpart = nullptr;
