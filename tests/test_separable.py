@@ -552,22 +552,28 @@ def test_tf32_backward_cases_match_reference(device, layout, case):
                      lambda t: TF32_TOLERANCE, f"{what} (only {name} asked)", asked=(name,))
 
 
+def _check_half_backward_same(device, dtype, cin, cout, k, length):
+    """A 'same' separable layer on half x (3 rows of `length`): every gradient against float64, the
+    gradients' memory poisoned first."""
+    x = make_activation(3, cin, length, dtype, device).requires_grad_(True)
+    params = [t.requires_grad_(True) for t in _weights(cin, cout, k, dtype, device, True, True)]
+    dw, dwb, pw, pwb = params
+    out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
+    grad_out = make_activation(3, cout, out.shape[2], dtype, device)
+    inputs = [x, dw, dwb, pw, pwb]
+    poison_allocator(device, x.numel() * x.element_size())
+    grads = torch.autograd.grad(out, inputs, grad_out)
+    _check_grads(inputs, grads, grad_out, 1, (k // 2, k // 2), 1, lambda t: tolerance_for(dtype),
+                 f"{dtype} {cin}->{cout} K={k} L={length}")
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("k,length", [(31, 500), (13, 300), (15, 1000), (31, 501)])
 def test_half_backward_long_kernel_rows(device, dtype, k, length):
     """Half x at Conformer-like kernels and lengths: on CUDA the depthwise backward over dh takes
     the short-row kernels with dx, dw and db on the tensor cores at even lengths (L 500, 300, 1000)
-    and the other kernels at an odd one (501); every gradient against float64."""
-    x = make_activation(3, 72, length, dtype, device).requires_grad_(True)
-    params = [t.requires_grad_(True) for t in _weights(72, 40, k, dtype, device, True, True)]
-    dw, dwb, pw, pwb = params
-    out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
-    grad_out = make_activation(3, 40, out.shape[2], dtype, device)
-    inputs = [x, dw, dwb, pw, pwb]
-    poison_allocator(device, x.numel() * x.element_size())
-    grads = torch.autograd.grad(out, inputs, grad_out)
-    _check_grads(inputs, grads, grad_out, 1, (k // 2, k // 2), 1, lambda t: tolerance_for(dtype),
-                 f"{dtype} 72->40 K={k} L={length}")
+    and the other kernels at an odd one (501)."""
+    _check_half_backward_same(device, dtype, 72, 40, k, length)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -576,16 +582,7 @@ def test_half_backward_short_rows(device, dtype, length):
     """Half x with rows shorter than Cin: on CUDA d pw is one GEMM over dy copied to (Cout, B, L)
     and h with ones channels for d pw_bias, both written by a row kernel in 8-, 4- or 2-byte units
     (200, 196 and 194-byte rows)."""
-    x = make_activation(3, 300, length, dtype, device).requires_grad_(True)
-    params = [t.requires_grad_(True) for t in _weights(300, 130, 5, dtype, device, True, True)]
-    dw, dwb, pw, pwb = params
-    out = sepconv1d.separable_conv1d(x, dw, pw, dwb, pwb, padding="same")
-    grad_out = make_activation(3, 130, out.shape[2], dtype, device)
-    inputs = [x, dw, dwb, pw, pwb]
-    poison_allocator(device, x.numel() * x.element_size())
-    grads = torch.autograd.grad(out, inputs, grad_out)
-    _check_grads(inputs, grads, grad_out, 1, (2, 2), 1, lambda t: tolerance_for(dtype),
-                 f"{dtype} 300->130 L={length}")
+    _check_half_backward_same(device, dtype, 300, 130, 5, length)
 
 
 def test_tf32_backward_runs_on_cublas(device):
