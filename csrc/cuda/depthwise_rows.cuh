@@ -1341,7 +1341,7 @@ __global__ void __launch_bounds__(kThreads, kRowsBwdWordsHeldBlocks)
   rows_bwd_words_body<T, W, KP, true>(a);
 }
 
-// Half types with dx on the tensor cores (rows_mma_bwd_compiled KPs).
+// Half types with dx on the tensor cores (rows_mma_bwd_compiled KPs); MMAW: dw and db there too.
 template <typename T, typename W, int KP, bool MMAW = false>
 __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_mma_kernel(const RowsBwdArgs<T, W> a) {
   rows_bwd_words_body<T, W, KP, true, true, MMAW>(a);
@@ -1349,8 +1349,8 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_words_mma_kernel(cons
 
 
 // The words backward's entry point for (T, KP), whether dx is stored from registers
-// (rows_bwd_dx_direct) and whether dx runs on the tensor cores; the held and the tensor-core ones
-// are instantiated only where they can be picked.
+// (rows_bwd_dx_direct) and whether dx (mma), and dw / db beside it (mmaw), run on the tensor
+// cores; the held and the tensor-core ones are instantiated only where they can be picked.
 template <typename T, typename W, int KP>
 auto rows_bwd_words_kernel(bool dx_direct, bool mma, bool mmaw) {
   auto kern = &dw_bwd_cf_rows_words_kernel<T, W, KP>;
