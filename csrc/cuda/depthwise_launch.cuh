@@ -330,7 +330,7 @@ bool rows_apply(const Problem& pr, bool fast) {
 // session; bf16, fp16 alike):
 //   forward, half types from K 13: kRowsMaxLen (L1500 K21 1.25x, L2048 K15 and K31 1.03x; up to
 //     1024 the rule above already took them: L512 K31 2.2x, L1024 K31 1.6x);
-//   backward, half types from K 12, dx alone on the tensor cores: 512 (Conformer L500 K31 1.09x,
+//   backward, half types where dx runs on the tensor cores (tap counts from 12), dx alone there: 512 (Conformer L500 K31 1.09x,
 //     L500 K13 1.26x, L512 K15 1.11x, L300 K21 1.52x; L512 K31 0.98x, L768 K21 1.00x, L1000 K15
 //     0.92x, L1024 K31 0.86x);
 //   backward with dw / db on the tensor cores too: 1536 (Conformer 1.27x, L512 K31 1.33x, L768 K21
@@ -349,17 +349,35 @@ bool rows_preferred(const Problem& pr, bool aligned, bool backward, int64_t mma_
   return (!aligned || !compiled) && len <= (sizeof(T) == 2 ? 1024 : kRowsMaxLen);
 }
 
+// Whether the words backward at tap count KP computes dx on the tensor cores (half types,
+// rows_mma_bwd_compiled, dx wanted, not switched off), and whether dw / db go there beside it
+// (`dw_db` wanted, Tuning::rows_mma_dw): the launch and rows_mma_reach's rule both ask these.
+template <typename T, int KP>
+bool rows_bwd_mma(bool want_x, const Tuning& tune) {
+  return sizeof(T) == 2 && rows_mma_bwd_compiled<KP>() && want_x && tune.rows_mma != 0 && tune.rows_mma_bwd != 0;
+}
+template <typename T, int KP>
+bool rows_bwd_mma_dw(bool want_x, bool dw_db, const Tuning& tune) {
+  return rows_bwd_mma<T, KP>(want_x, tune) && dw_db && tune.rows_mma_dw != 0;
+}
+
 // How far the rows kernels' tensor-core arithmetic moves rows_preferred's rules (0: not at all):
 // half types whose rows the words kernels take (`words`: rows_words_apply, or rows_words_bwd_apply
 // with dx wanted), the forward from K 13 (where it measured 1.3x or more over the CUDA cores), the
-// backward's dx from K 12 (rows_mma_bwd_compiled) with (`dw_db`) or without dw / db beside it,
-// unless switched off (Tuning::rows_mma, rows_mma_bwd, rows_mma_dw).
+// backward wherever its dx runs there (rows_bwd_mma at the tap count the launch dispatches to),
+// with (`dw_db`, rows_bwd_mma_dw) or without dw / db beside it.
 template <typename T>
 int64_t rows_mma_reach(const Problem& pr, bool words, bool backward, bool dw_db, const Tuning& tune) {
   if (sizeof(T) != 2 || !words || tune.rows_mma == 0) return 0;
   if (!backward) return pr.K >= 13 ? kRowsMaxLen : 0;
-  if (tune.rows_mma_bwd == 0 || pr.K < 12) return 0;
-  return dw_db && tune.rows_mma_dw != 0 ? 1536 : 512;
+  int64_t reach = 0;
+  dispatch_padded_taps(pr.K, tune.allow_specialized, [&](auto kp) {
+    constexpr int KP = decltype(kp)::value;
+    if constexpr (KP > 0) {
+      if (rows_bwd_mma<T, KP>(true, tune)) reach = rows_bwd_mma_dw<T, KP>(true, dw_db, tune) ? 1536 : 512;
+    }
+  });
+  return reach;
 }
 
 // Where the double-buffered rows forward (the next pass's rows fetched by cp.async while this pass
@@ -684,12 +702,11 @@ int64_t backward_rows_words(const Problem& pr, const RowsPlan& plan, const T* dy
         a.nd = 8 * (a.nu + NW - 1);
         // dx on the tensor cores (half types, rows_mma_bwd_compiled KPs): dy's staged rows then
         // reach whole 128-position blocks of dx plus the shifts.
-        const bool mma = sizeof(T) == 2 && rows_mma_bwd_compiled<KP>() && a.want_x && tune.rows_mma != 0 &&
-                         tune.rows_mma_bwd != 0;
+        const bool mma = rows_bwd_mma<T, KP>(a.want_x, tune);
         if (mma) a.nd = std::max(a.nd, 8 * rows_mma_vecs(a.nvx, rows_mma_bwd_shifts<KP>()));
         // dw / db on the tensor cores beside it (rows_dw_mma): the rows staged to whole steps of
         // 32 vectors, x to the D tiles' reach, and a D scratch per warp.
-        const bool mmaw = mma && want_wb && tune.rows_mma_dw != 0;
+        const bool mmaw = rows_bwd_mma_dw<T, KP>(a.want_x, want_wb, tune);
         if (mmaw) a.nd = std::max(a.nd, 8 * rows_dw_mma_dy_vecs(a.nwi));
         a.ldy = int(std::min<int64_t>(pr.Lo, a.nd - a.sd));  // whole words (all even for halves)
         a.nxb = want_w ? 8 * (a.nwi + NW - 1) : 0;
