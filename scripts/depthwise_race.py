@@ -8,7 +8,8 @@ kernels (depthwise_rows.cuh, SEPCONV1D_DW_ROWS=1): every padded tap count, rows 
 to 2048, unaligned and batch-strided views, every subset of the gradients, float32 and half types;
 the word-aligned ones take the words forward and backward, and a few channels of many rows give
 their warps runs of several units (the next unit's copies in flight while one computes), in bf16
-from K 12 with the backward's dx, dw and db on the tensor cores:
+from K 12 with the backward's dx, dw and db on the tensor cores, and odd lengths past 256 whose
+backward takes the other rows kernel's tensor cores:
 
     compute-sanitizer --tool racecheck python3 -P scripts/depthwise_race.py
 """
@@ -61,7 +62,8 @@ def main() -> None:
             torch.autograd.grad(sepconv1d.depthwise_conv1d(x.detach(), w, b, padding=padding), (w,), dy)
     for dtype in (torch.bfloat16, torch.float32):
         for batch, length, k, padding in ((300, 210, 9, (8, 0)), (1000, 64, 3, "same"), (200, 250, 11, "same"),
-                                          (40, 500, 31, "same"), (60, 300, 13, (6, 8))):
+                                          (40, 500, 31, "same"), (60, 300, 13, (6, 8)), (40, 501, 21, (10, 10)),
+                                          (20, 1023, 13, "same")):
             x = torch.randn(batch, 6, length, device="cuda", dtype=dtype, requires_grad=True)
             w = torch.randn(6, k, device="cuda", dtype=dtype, requires_grad=True)
             y = sepconv1d.depthwise_conv1d(x, w, None, padding=padding)

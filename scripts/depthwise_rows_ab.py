@@ -9,7 +9,7 @@ test_short_rows_kernel is the real check).
 
     python3 -P scripts/depthwise_rows_ab.py [depthwise] [steps] [db] [words] [words16] [words_bwd] [span]
                                             [specialized] [rule] [rule_mma] [rule_mma_ab] [mma_odd]
-                                            [mma] [mma_bwd] [mma_dw] [steps_mma_dw]
+                                            [mma] [mma_bwd] [mma_dw] [steps_mma_dw] [mma_bwd_odd]
     # default: the first two
     # db: the rows forward double-buffered (SEPCONV1D_DW_ROWS_DB=1) against single-buffered (=0)
     # words: the rows forward by word copies where rows are word-aligned (SEPCONV1D_DW_ROWS_WORDS=1)
@@ -31,6 +31,9 @@ test_short_rows_kernel is the real check).
     #   rule that the tensor-core dx widens) against =0 (the rule without it), at RULE_MMA
     # mma_odd: at MMA_ODD (odd lengths: the rows forward that is not the words kernel), the rows
     #   forward at SEPCONV1D_DW_ROWS_MMA=1 against =0, then as depthwise (rows against the others)
+    # mma_bwd_odd: at MMA_ODD and MMA_ODD_BWD, the other rows backward (rows forced, the tensor cores
+    #   at every length: SEPCONV1D_DW_ROWS_MMA=1) at SEPCONV1D_DW_ROWS_MMA_BWD=1 against =0 and at
+    #   SEPCONV1D_DW_ROWS_MMA_DW=1 against =0, then as depthwise (rows against the others)
     # mma_dw: the words backward's dw / db beside the tensor-core dx on the tensor cores too
     #   (SEPCONV1D_DW_ROWS_MMA_DW unset) against the CUDA cores (=0), rows forced, bf16 and fp16
     # steps_mma_dw: the separable training steps at SEPCONV1D_DW_ROWS_MMA_DW unset against =0
@@ -136,6 +139,15 @@ MMA_ODD = [
     ("L1023 K15", 16, 512, 1023, 15, 7, 7),
     ("L1023 K31", 16, 512, 1023, 31, 15, 15),
     ("L2047 K15", 8, 512, 2047, 15, 7, 7),
+]
+
+# More odd half-type lengths for the other rows backward on the tensor cores (mma_bwd_odd; with
+# MMA_ODD; fifty-eighth session).
+MMA_ODD_BWD = [
+    ("L301 K13", 64, 512, 301, 13, 6, 6),
+    ("L1501 K21", 8, 512, 1501, 21, 10, 10),
+    ("L1023 K13", 16, 512, 1023, 13, 6, 6),
+    ("L2047 K31", 8, 512, 2047, 31, 15, 15),
 ]
 
 # (name, B, Cin, Cout, L, K, pad_left, pad_right, dtype)
@@ -253,14 +265,16 @@ def backward_problem(b, c, length, k, pl, pr, dtype):
     return xs, gs, w, refs
 
 
-def time_backward_switch(name, b, c, length, k, pl, pr, dtype, switch, forced: bool = True) -> dict:
+def time_backward_switch(name, b, c, length, k, pl, pr, dtype, switch, forced: bool = True,
+                         fixed: dict | None = None) -> dict:
     """The rows backward (rows forced on, or with `forced` False the library's routing; dx, dw and
-    db) with the variable `switch` at "1" against "0", each checked against float64 autograd first."""
+    db; the variables in `fixed` set) with the variable `switch` at "1" against "0", each checked
+    against float64 autograd first."""
     xs, gs, w, refs = backward_problem(b, c, length, k, pl, pr, dtype)
-    if forced:
-        os.environ["SEPCONV1D_DW_ROWS"] = "1"
+    fixed = {**(fixed or {}), **({"SEPCONV1D_DW_ROWS": "1"} if forced else {})}
+    os.environ.update(fixed)
     row = {"case": name, "dtype": str(dtype).split(".")[-1], "B": b, "C": c, "L": length, "K": k,
-           "switch": switch}
+           "switch": switch, "fixed": fixed}
     try:
         for label, value in (("on", "1"), ("off", "0")):
             bwd = lambda i: ops.depthwise_conv1d_backward(gs[i], xs[i], w, 1, pl, pr, 1, True, True, True)  # noqa: E731
@@ -268,7 +282,8 @@ def time_backward_switch(name, b, c, length, k, pl, pr, dtype, switch, forced: b
             row[f"err_{label}"] = max(rel_err(got[0], refs[0]), rel_err(got[1], refs[1]))
             row[f"bwd_{label}"] = with_env(switch, value, bwd)
     finally:
-        os.environ.pop("SEPCONV1D_DW_ROWS", None)
+        for key in fixed:
+            os.environ.pop(key, None)
     row["gain"] = row["bwd_off"] / row["bwd_on"]
     print(f"{name:17s} {row['dtype']:9s} bwd {switch}=0 {row['bwd_off']:7.1f} =1 {row['bwd_on']:7.1f}"
           f" ({row['gain']:.2f}x)  err {row['err_off']:.1e} / {row['err_on']:.1e}", flush=True)
@@ -348,6 +363,12 @@ def main() -> None:
     for dtype in (torch.bfloat16, torch.float16) if "mma_odd" in parts else ():
         for case in MMA_ODD:
             results["mma"].append(time_forward_switch(*case, dtype, "SEPCONV1D_DW_ROWS_MMA", {}))
+            results["depthwise"].append(time_depthwise(*case, dtype))
+    for dtype in (torch.bfloat16, torch.float16) if "mma_bwd_odd" in parts else ():
+        for case in MMA_ODD + MMA_ODD_BWD:
+            every = {"SEPCONV1D_DW_ROWS_MMA": "1"}  # the tensor cores at every length
+            for switch in ("SEPCONV1D_DW_ROWS_MMA_BWD", "SEPCONV1D_DW_ROWS_MMA_DW"):
+                results["mma_bwd"].append(time_backward_switch(*case, dtype, switch, fixed=every))
             results["depthwise"].append(time_depthwise(*case, dtype))
     for dtype in (torch.bfloat16, torch.float16) if "rule_mma_ab" in parts else ():
         for case in RULE_MMA:

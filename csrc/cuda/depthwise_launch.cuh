@@ -334,7 +334,9 @@ bool rows_apply(const Problem& pr, bool fast) {
 //     L500 K13 1.26x, L512 K15 1.11x, L300 K21 1.52x; L512 K31 0.98x, L768 K21 1.00x, L1000 K15
 //     0.92x, L1024 K31 0.86x);
 //   backward with dw / db on the tensor cores too: 1536 (Conformer 1.27x, L512 K31 1.33x, L768 K21
-//     1.33x, L1000 K15 1.11x, L1024 K31 1.09x, L1500 K21 1.13x; L2048 K15 and K31 0.85x).
+//     1.33x, L1000 K15 1.11x, L1024 K31 1.09x, L1500 K21 1.13x; L2048 K15 and K31 0.85x);
+//   the other rows backward (odd lengths, views one element in; fifty-eighth session): 1024 with
+//     dw / db on the tensor cores, 512 with dx alone there.
 // SEPCONV1D_DW_ROWS (Tuning::rows) overrides.
 template <typename T>
 bool rows_preferred(const Problem& pr, bool aligned, bool backward, int64_t mma_reach) {
@@ -362,19 +364,23 @@ bool rows_bwd_mma_dw(bool want_x, bool dw_db, const Tuning& tune) {
 }
 
 // How far the rows kernels' tensor-core arithmetic moves rows_preferred's rules (0: not at all):
-// half types whose rows the words kernels take (`words`: rows_words_apply, or rows_words_bwd_apply
-// with dx wanted), the forward from K 13 (where it measured 1.3x or more over the CUDA cores), the
-// backward wherever its dx runs there (rows_bwd_mma at the tap count the launch dispatches to),
-// with (`dw_db`, rows_bwd_mma_dw) or without dw / db beside it.
+// half types, the forward from K 13 where the words kernel takes the rows (`words`:
+// rows_words_apply; it measured 1.3x or more over the CUDA cores there), the backward wherever its
+// dx runs there (rows_bwd_mma at the tap count the launch dispatches to), with (`dw_db`,
+// rows_bwd_mma_dw) or without dw / db beside it, in the words kernel (`words`:
+// rows_words_bwd_apply with dx wanted) or in the other (rows longer than 256).
 template <typename T>
 int64_t rows_mma_reach(const Problem& pr, bool words, bool backward, bool dw_db, const Tuning& tune) {
-  if (sizeof(T) != 2 || !words || tune.rows_mma == 0) return 0;
-  if (!backward) return pr.K >= 13 ? kRowsMaxLen : 0;
+  if (sizeof(T) != 2 || tune.rows_mma == 0) return 0;
+  if (!backward) return words && pr.K >= 13 ? kRowsMaxLen : 0;
   int64_t reach = 0;
   dispatch_padded_taps(pr.K, tune.allow_specialized, [&](auto kp) {
     constexpr int KP = decltype(kp)::value;
     if constexpr (KP > 0) {
-      if (rows_bwd_mma<T, KP>(true, tune)) reach = rows_bwd_mma_dw<T, KP>(true, dw_db, tune) ? 1536 : 512;
+      if (rows_bwd_mma<T, KP>(true, tune)) {
+        const bool dw = rows_bwd_mma_dw<T, KP>(true, dw_db, tune);
+        reach = words ? (dw ? 1536 : 512) : (dw ? 1024 : 512);
+      }
     }
   });
   return reach;
@@ -649,18 +655,46 @@ bool backward_rows(const Problem& pr, const RowsPlan& plan, const T* dy, const D
     dispatch_padded_taps(pr.K, tune.allow_specialized, [&](auto kp) {
       constexpr int KP = decltype(kp)::value;
       if constexpr (KP > 0) {
+        const bool want_wb = want_w || want_b;
         const int64_t D = KP - 1 - pr.pl;
-        a.nu = int(std::max<int64_t>(a.want_x ? a.nvx : 0,
-                                     (want_w || want_b) ? ceil_div(pr.Lo + D, 8) : 0));
-        a.nd = 8 * (a.nu + rows_window_vecs<KP>() - 1);
-        a.pitch = a.nd * (want_w ? 2 : 1) + (a.want_x ? 8 * a.nvx : 0);
-        const int64_t smem = int64_t(kWarps) * (KP + 1) * 4 +
-                             int64_t(kWarps) * a.rpw * a.pitch * int64_t(sizeof(T));
+        a.nwi = want_wb ? int(ceil_div(pr.Lo + D, 8)) : 0;
+        a.nu = std::max(a.want_x ? a.nvx : 0, a.nwi);
+        const int nd_cuda = 8 * (a.nu + rows_window_vecs<KP>() - 1);
+        // Half types' dx on the tensor cores where the words backward's is (rows_bwd_mma), and dw /
+        // db beside it (rows_bwd_mma_dw), on rows longer than 256 (SEPCONV1D_DW_ROWS_MMA=1: at
+        // every length): dy's staged rows then reach whole 128-position blocks of dx plus the
+        // shifts and whole steps of 32 vectors, x's the D tiles' reach, where that fits.
+        bool mma = rows_bwd_mma<T, KP>(a.want_x, tune) &&
+                   (tune.rows_mma == 1 || std::max(pr.L, pr.Lo) > 256);
+        bool mmaw = mma && rows_bwd_mma_dw<T, KP>(a.want_x, want_wb, tune);
+        auto block_bytes = [&](int nd, int nxb, bool scratch) {
+          const int64_t pitch = nd + (want_w ? nxb : 0) + (a.want_x ? 8 * a.nvx : 0);
+          const int64_t floats = (KP + 1) + (scratch ? rows_dw_mma_scratch<KP>() : 0);
+          return int64_t(kWarps) * (floats * 4 + a.rpw * pitch * int64_t(sizeof(T)));
+        };
+        int nd = nd_cuda, nxb = want_w ? nd_cuda : 0;
+        if (mma) nd = std::max(nd, 8 * rows_mma_vecs(a.nvx, rows_mma_bwd_shifts<KP>()));
+        if (mmaw) {
+          nd = std::max(nd, 8 * rows_dw_mma_dy_vecs(a.nwi));
+          if (want_w) nxb = std::max(nxb, 8 * rows_dw_mma_x_vecs<KP>(a.nwi));
+        }
+        if (mma && block_bytes(nd, nxb, mmaw) > smem_limit(dev, tune)) {
+          mma = mmaw = false;
+          nd = nd_cuda;
+          nxb = want_w ? nd_cuda : 0;
+        }
+        a.nd = nd;
+        a.nxb = nxb;
+        a.pitch = nd + (want_w ? nxb : 0) + (a.want_x ? 8 * a.nvx : 0);
+        const int64_t smem = block_bytes(nd, nxb, mmaw);
         if (smem > smem_limit(dev, tune)) return;
         auto kern = &dw_bwd_cf_rows_kernel<T, W, KP>;
+        if constexpr (sizeof(T) == 2 && rows_mma_bwd_compiled<KP>()) {
+          if (mma) kern = mmaw ? &dw_bwd_cf_rows_mma_kernel<T, W, KP, true> : &dw_bwd_cf_rows_mma_kernel<T, W, KP>;
+        }
         prepare_kernel(kern, smem, dev.device);
         DW_LAUNCH(kern, grid, size_t(smem), stream, a);
-        DW_CHECK_LAUNCH("dw_bwd_cf_rows_kernel");
+        DW_CHECK_LAUNCH(mmaw ? "dw_bwd_cf_rows_kernel/mma_dw" : (mma ? "dw_bwd_cf_rows_kernel/mma" : "dw_bwd_cf_rows_kernel"));
         launched = true;
       }
     });

@@ -28,6 +28,8 @@
 // by 4-byte copies with no realignment, pipelined over each warp's run of passes (see there); for
 // half types from K 11 its step 2 runs on the tensor cores (dw_fwd_cf_rows_words_mma_kernel,
 // rows_conv_mma), and so does the forward's on other rows longer than 256 (dw_fwd_cf_rows_mma_kernel).
+// The backwards' dx (and, beside it, dw / db: rows_dw_mma) run there too for half types from K 12,
+// the words backward's at every length, the other's on rows longer than 256 (dw_bwd_cf_rows_mma_kernel).
 //
 // Index maps (s = 1, d = 1, P = pad_left, KP >= K):
 //   forward  y[j]  = bias + sum_{k<K} w[k] x[j - P + k];        staged xs[q] = x[q - P]
@@ -104,14 +106,17 @@ struct RowsBwdArgs {
   int rpw;
   int nu;                // lane items (8 positions of dy2) per row
   int nvx;               // of which dx items: ceil(L / 8)
-  int nd;                // staged dy2 (and xb) elements per row
-  int pitch;             // shared elements per row: nd [+ nd for xb] [+ 8 * nvx for dx]
+  int nd;                // staged dy2 elements per row
+  int pitch;             // shared elements per row: nd [+ nxb for xb] [+ 8 * nvx for dx]
   int64_t per, split;
   bool want_x, want_w, want_b;
+  int nxb;               // staged x elements per row (where dw is wanted)
+  int nwi;               // dy2 vectors with data per row (dw / db on the tensor cores, and the words
+                         // backward's weight-gradient items)
   // The words backward (dw_bwd_cf_rows_words_kernel): dy[j] staged at j + sd and x[i] at i + sx
-  // (whole words), the first ldy / lx elements of their rows copied, staged x rows nxb long (nd:
-  // the dy rows), nwi weight-gradient items per row; units as the words forward's (RowsUnit).
-  int sd, sx, ldy, lx, nxb, nwi;
+  // (whole words), the first ldy / lx elements of their rows copied; units as the words forward's
+  // (RowsUnit).
+  int sd, sx, ldy, lx;
   int64_t groups, units, upw;
 };
 
@@ -1365,76 +1370,109 @@ auto rows_bwd_words_kernel(bool dx_direct, bool mma, bool mmaw) {
   return kern;
 }
 
-template <typename T, typename W, int KP>
-__global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_kernel(const RowsBwdArgs<T, W> a) {
+// The rows backward on rows of any alignment: each block one channel's batch rows [span), each warp
+// rpw rows per pass, staged realigned: dy at D = KP - 1 - pl (dy2[q] = dy[q - D]), x (where dw is
+// wanted) at KP - 1, nxb elements after dy's nd; dx staged after them and stored by rows_store.
+// MMA (half types, rows_bwd_mma KPs): dx on the tensor cores, the forward's product over the staged
+// dy rows with the taps flipped at window offset KP - K (rows_conv_mma); MMAW (with MMA): dw and db
+// too (rows_dw_mma with the x windows at offset 0), D held in registers over the block's passes and
+// summed by diagonals at its end through a scratch per warp (after the block's reduction floats).
+// Elsewhere the lane items on the CUDA cores.
+template <typename T, typename W, int KP, bool MMA, bool MMAW>
+DW_DEV void rows_bwd_body(const RowsBwdArgs<T, W>& a) {
+  static_assert(!MMA || sizeof(T) == 2, "the tensor-core arithmetic is for half types");
+  static_assert(!MMAW || MMA, "dw / db on the tensor cores come with the tensor-core dx");
   const int K = rows_taps<KP>(a.K);  // compile-time where KP is exact
   using A = acc_of<T>;
   static_assert(std::is_same_v<A, float>, "float, half or bfloat16 activations");
   constexpr int NW = rows_window_vecs<KP>();
+  constexpr int MT = rows_dw_mma_tiles<KP>();
+  constexpr int SCR = MMAW ? rows_dw_mma_scratch<KP>() : 0;
+  constexpr int SB = rows_mma_bwd_shifts<KP>();
   const int warp = int(threadIdx.x) / 32;
   const int lane = int(threadIdx.x) % 32;
-  // Shared: the block's reduction (kWarps x (KP + 1) floats), then each warp's rows.
+  // Shared: the block's reduction (kWarps x (KP + 1) floats), the warps' D scratch (MMAW), then
+  // each warp's rows.
   float* const red = smem_base<float>();
-  T* const sm = reinterpret_cast<T*>(red + kWarps * (KP + 1)) + int64_t(warp) * a.rpw * a.pitch;
+  [[maybe_unused]] float* const dscr = red + kWarps * (KP + 1) + warp * SCR;
+  T* const sm = reinterpret_cast<T*>(red + kWarps * (KP + 1 + SCR)) + int64_t(warp) * a.rpw * a.pitch;
   const int D = KP - 1 - a.pl;  // dy2[q] = dy[q - D]
   const int off_xb = a.nd;
-  const int off_dx = a.nd * (a.want_w ? 2 : 1);
+  const int off_dx = a.nd + (a.want_w ? a.nxb : 0);
   const bool want_wb = a.want_w || a.want_b;
+  const bool items_dx = !MMA && a.want_x;  // what the lane items compute
+  const bool items_wb = !MMAW && want_wb;
   for (int64_t blk = blockIdx.x; blk < a.C * a.split; blk += gridDim.x) {
     const int64_t c = blk / a.split;
     const int64_t si = blk - c * a.split;
     const RowsSpan span = rows_span(a.B, a.per, si);
-    float wf[KP];  // flipped: wf[m] = w[KP - 1 - m]
+    float wf[MMA ? 1 : KP];  // flipped: wf[m] = w[KP - 1 - m]
 #pragma unroll
-    for (int m = 0; m < KP; ++m) {
-      wf[m] = (a.want_x && m >= KP - K) ? float(in_cvt(a.w[c * K + (KP - 1 - m)])) : 0.f;
+    for (int m = 0; m < (MMA ? 1 : KP); ++m) {
+      wf[m] = (items_dx && m >= KP - K) ? float(in_cvt(a.w[c * K + (KP - 1 - m)])) : 0.f;
     }
-    float accw[KP];
+    [[maybe_unused]] std::conditional_t<MMA, TcConvB<T, W, SB>, int> bf{};
+    if constexpr (MMA) {
+      // dx[i] = sum_k w[K - 1 - k] dy2[i + KP - K + k]
+      if (a.want_x) bf.build(a.w + c * K, K, SB, KP - K, true, lane >> 2, lane & 3);
+    }
+    float accw[MMAW ? 1 : KP];
 #pragma unroll
-    for (int k = 0; k < KP; ++k) accw[k] = 0.f;
+    for (int k = 0; k < (MMAW ? 1 : KP); ++k) accw[k] = 0.f;
     float accb = 0.f;
+    [[maybe_unused]] float dacc[MMAW ? MT : 1][4] = {};
     const int64_t step = int64_t(kWarps) * a.rpw;
     for (int64_t pb = span.b0 + int64_t(warp) * a.rpw; pb < span.b1; pb += step) {
       const int nrows = int(pb + a.rpw <= span.b1 ? a.rpw : span.b1 - pb);
       rows_stage<T>(sm, a.pitch, a.nd, nrows, a.dy + pb * a.dysb + c * a.dysc, a.dysb, D, a.Lo,
                     a.dy_lo, a.dy_hi, lane);
       if (a.want_w) {
-        rows_stage<T>(sm + off_xb, a.pitch, a.nd, nrows, a.x + pb * a.xsb + c * a.xsc, a.xsb,
+        rows_stage<T>(sm + off_xb, a.pitch, a.nxb, nrows, a.x + pb * a.xsb + c * a.xsc, a.xsb,
                       KP - 1, a.L, a.x_lo, a.x_hi, lane);
       }
       __syncwarp();
+      if constexpr (MMA) {
+        if (a.want_x) rows_conv_mma<T, W, SB, SB>(sm, a.pitch, sm + off_dx, a.pitch, nrows, 8 * a.nvx, bf, 0.f, lane);
+      }
+      if constexpr (MMAW) {
+        if (want_wb) rows_dw_mma<T, MT>(sm, a.pitch, sm + off_xb, a.pitch, nrows, a.nwi, a.want_w, dacc, accb, lane);
+      }
       int rr = lane / a.nu, u = lane - rr * a.nu;
-      while (rr < nrows) {
+      while ((items_dx || items_wb) && rr < nrows) {
         const T* row = sm + rr * a.pitch;
-        if (a.want_x && u < a.nvx) {
-          float win[8 * NW];
-          rows_window<T, NW>(row + 8 * u, win);
-          float acc[8];
-#pragma unroll
-          for (int e = 0; e < 8; ++e) acc[e] = 0.f;
-#pragma unroll
-          for (int k = 0; k < KP; ++k) {  // tap k at window offset m = KP - 1 - k
-            if (k >= K) break;
-#pragma unroll
-            for (int e = 0; e < 8; ++e) acc[e] = fmaf(wf[KP - 1 - k], win[e + KP - 1 - k], acc[e]);
-          }
-          rows_put8<T>(sm + rr * a.pitch + off_dx + 8 * u, acc);
-        }
-        if (want_wb) {
-          float d8[8];
-          rows_window<T, 1>(row + 8 * u, d8);
-          if (a.want_w) {
+        if constexpr (!MMA) {
+          if (items_dx && u < a.nvx) {
             float win[8 * NW];
-            rows_window<T, NW>(row + off_xb + 8 * u, win);
+            rows_window<T, NW>(row + 8 * u, win);
+            float acc[8];
 #pragma unroll
-            for (int k = 0; k < KP; ++k) {
+            for (int e = 0; e < 8; ++e) acc[e] = 0.f;
+#pragma unroll
+            for (int k = 0; k < KP; ++k) {  // tap k at window offset m = KP - 1 - k
               if (k >= K) break;
 #pragma unroll
-              for (int e = 0; e < 8; ++e) accw[k] = fmaf(d8[e], win[e + k], accw[k]);
+              for (int e = 0; e < 8; ++e) acc[e] = fmaf(wf[KP - 1 - k], win[e + KP - 1 - k], acc[e]);
             }
+            rows_put8<T>(sm + rr * a.pitch + off_dx + 8 * u, acc);
           }
+        }
+        if constexpr (!MMAW) {
+          if (items_wb) {
+            float d8[8];
+            rows_window<T, 1>(row + 8 * u, d8);
+            if (a.want_w) {
+              float win[8 * NW];
+              rows_window<T, NW>(row + off_xb + 8 * u, win);
 #pragma unroll
-          for (int e = 0; e < 8; ++e) accb += d8[e];
+              for (int k = 0; k < KP; ++k) {
+                if (k >= K) break;
+#pragma unroll
+                for (int e = 0; e < 8; ++e) accw[k] = fmaf(d8[e], win[e + k], accw[k]);
+              }
+            }
+#pragma unroll
+            for (int e = 0; e < 8; ++e) accb += d8[e];
+          }
         }
         u += 32;
         while (u >= a.nu) {
@@ -1451,10 +1489,33 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_kernel(const RowsBwdA
     }
     if (want_wb) {
       // Fixed-order sums: the warp's, then the warps in order.
-      const RowsScattered<KP> r = rows_warp_sums(accw, accb, lane);
+      if constexpr (MMAW) {
+        // D to the warp's scratch; lane k < K sums its diagonal dw[k] = sum_n D[n + k][n].
+        const float db = warp_sum(accb);
+        if (a.want_w) {
+          const int g = lane >> 2, q = lane & 3;
 #pragma unroll
-      for (int j = 0; j < RowsScattered<KP>::kHeld; ++j) {
-        if (r.writer && j < r.len) red[warp * (KP + 1) + r.idx + j] = r.total[j];
+          for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) dscr[(16 * mt + g + 8 * (i >> 1)) * 8 + 2 * q + (i & 1)] = dacc[mt][i];
+          }
+          __syncwarp();
+        }
+        if (lane < K) {
+          float sw = 0.f;
+          if (a.want_w) {
+#pragma unroll
+            for (int n = 0; n < 8; ++n) sw += dscr[(n + lane) * 8 + n];
+          }
+          red[warp * (KP + 1) + lane] = sw;
+        }
+        if (lane == 0) red[warp * (KP + 1) + KP] = db;
+      } else {
+        const RowsScattered<KP> r = rows_warp_sums(accw, accb, lane);
+#pragma unroll
+        for (int j = 0; j < RowsScattered<KP>::kHeld; ++j) {
+          if (r.writer && j < r.len) red[warp * (KP + 1) + r.idx + j] = r.total[j];
+        }
       }
       __syncthreads();
       const int t = int(threadIdx.x);
@@ -1469,9 +1530,21 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_kernel(const RowsBwdA
         }
         a.part[(si * (K + 1) + t) * a.C + c] = s;
       }
-      __syncthreads();  // red is rewritten by the next block of this grid-stride loop
+      __syncthreads();  // red (and the D scratch) rewritten by the next block of this grid-stride loop
     }
   }
+}
+
+template <typename T, typename W, int KP>
+__global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_kernel(const RowsBwdArgs<T, W> a) {
+  rows_bwd_body<T, W, KP, false, false>(a);
+}
+
+// Half types with dx on the tensor cores (rows_mma_bwd_compiled KPs); MMAW: dw and db there too.
+// Its own entry point, as the words backward's, so that the CUDA-core kernel keeps its registers.
+template <typename T, typename W, int KP, bool MMAW = false>
+__global__ void __launch_bounds__(kThreads) dw_bwd_cf_rows_mma_kernel(const RowsBwdArgs<T, W> a) {
+  rows_bwd_body<T, W, KP, true, MMAW>(a);
 }
 
 }  // namespace dwk

@@ -1037,7 +1037,8 @@ int main_impl(int argc, char** argv) {
         cs.tune.rows_words = 0;
         cs.tune.rows_words_bwd = 0;
         cs.tune.rows_db = 0;  // single-buffered forward (SEPCONV1D_DW_ROWS_DB=0), half types'
-        cs.tune.rows_mma = 1;  // arithmetic on the tensor cores from K 11 at every length
+        cs.tune.rows_mma = 1;  // arithmetic on the tensor cores from K 11 at every length (the
+        cs.tune.rows_mma_dw = idx % 2 == 0 ? -1 : 0;  // backward's from K 12, dw / db on either kind)
         run(cs, rows_types[(idx + pi) % 5]);
         cs.tune.rows_db = 1;  // the double-buffered forward (SEPCONV1D_DW_ROWS_DB=1), by default
         cs.tune.rows_mma = -1;  // (the tensor cores on rows longer than 256)
@@ -1047,7 +1048,7 @@ int main_impl(int argc, char** argv) {
         // Half types with the arithmetic on the tensor cores from K 11 (by default).
         cs.tune.rows_words = 1;
         cs.tune.rows_words_bwd = 1;
-        cs.tune.rows_mma_dw = idx % 2 == 0 ? -1 : 0;  // the half types' dw / db beside the
+        cs.tune.rows_mma_dw = idx % 2 == 0 ? 0 : -1;  // the half types' dw / db beside the
         run(cs, rows_types[(idx + pi + 2) % 5]);      // tensor-core dx on either kind of core
         // ... and the words forward by 4-byte words only (SEPCONV1D_DW_ROWS_WORDS16=0), on the
         // CUDA cores (SEPCONV1D_DW_ROWS_MMA=0).
