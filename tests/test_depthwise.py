@@ -392,20 +392,20 @@ def test_short_rows_words_backward_routing(monkeypatch, dtype, length, offset, k
     (torch.bfloat16, 1000, 15, True, True, None),                              # ... or not: dx alone, to 512
     (torch.bfloat16, 2048, 15, True, False, None),                             # rows longer than 1536
     (torch.bfloat16, 501, 31, True, False, "dw_bwd_cf_rows_mma_kernel"),       # odd length: the other rows
-    (torch.float16, 835, 15, True, False, "dw_bwd_cf_rows_mma_kernel"),        # kernel's tensor cores, to 1024
+    (torch.float16, 1501, 21, True, False, "dw_bwd_cf_rows_mma_kernel"),       # kernel's tensor cores, to 1536
     (torch.bfloat16, 1023, 31, True, True, None),                              # ... or 512 with dx alone
-    (torch.bfloat16, 1501, 21, True, False, None),
+    (torch.bfloat16, 2047, 15, True, False, None),
     (torch.float16, 1500, 21, False, False, "dw_fwd_cf_rows_words_mma_kernel"),
     (torch.bfloat16, 1501, 21, False, False, None),                            # odd length past 1024
 ], ids=["bf16-bwd-L500-K31", "fp16-bwd-L300-K13", "bf16-bwd-L1000-K15", "bf16-bwd-L1000-K15-dw-cuda-cores",
-        "bf16-bwd-L2048-K15", "bf16-bwd-L501-K31", "fp16-bwd-L835-K15", "bf16-bwd-L1023-K31-dw-cuda-cores",
-        "bf16-bwd-L1501-K21", "fp16-fwd-L1500-K21", "bf16-fwd-L1501-K21"])
+        "bf16-bwd-L2048-K15", "bf16-bwd-L501-K31", "fp16-bwd-L1501-K21", "bf16-bwd-L1023-K31-dw-cuda-cores",
+        "bf16-bwd-L2047-K15", "fp16-fwd-L1500-K21", "bf16-fwd-L1501-K21"])
 def test_short_rows_rule_with_tensor_cores(monkeypatch, dtype, length, k, backward, dw_cuda_cores, kernel):
     """With no switches set, half-type rows that the rows kernels' tensor-core arithmetic takes go
     to the rows kernels further than others: the words backward from K 12 up to 1536 positions
     with dw and db on the tensor cores beside dx, 512 with dx alone there
-    (SEPCONV1D_DW_ROWS_MMA_DW=0); the other rows backward (odd lengths) up to 1024, 512 with dx
-    alone; the words forward from K 13 up to the rows kernels' 2048 (`rows_preferred`). Results
+    (SEPCONV1D_DW_ROWS_MMA_DW=0), and so the other rows backward (odd lengths); the words forward
+    from K 13 up to the rows kernels' 2048 (`rows_preferred`). Results
     equal the float64 reference's (poisoned output memory)."""
     for name in ("SEPCONV1D_DW_ROWS", "SEPCONV1D_DW_ROWS_WORDS", "SEPCONV1D_DW_ROWS_WORDS_BWD",
                  "SEPCONV1D_DW_ROWS_MMA", "SEPCONV1D_DW_ROWS_MMA_BWD", "SEPCONV1D_DW_ROWS_MMA_DW"):

@@ -88,12 +88,12 @@ struct Tuning {
   int rows_words16 = -1;          // the words forward copies and stores 16 bytes at a time
                                   // between the row ends where a unit's rows allow: -1 from K 9,
                                   // 1 at every K, 0 never
-  int rows_mma = -1;              // the rows forwards' arithmetic on the tensor cores (half
+  int rows_mma = -1;              // the rows kernels' arithmetic on the tensor cores (half
                                   // types) where compiled (rows_mma_compiled): -1 where it
                                   // measured faster, 1 wherever compiled, 0 never
-  int rows_mma_bwd = -1;          // the words backward's dx likewise, where compiled
+  int rows_mma_bwd = -1;          // the rows backwards' dx likewise, where compiled
                                   // (rows_mma_bwd_compiled; 0 never; also off where rows_mma is 0)
-  int rows_mma_dw = -1;           // with it, the words backward's dw / db too (0: on the CUDA cores)
+  int rows_mma_dw = -1;           // with it, the backwards' dw / db too (0: on the CUDA cores)
 };
 
 enum class Path { CF, CL, Direct };
@@ -335,8 +335,11 @@ bool rows_apply(const Problem& pr, bool fast) {
 //     0.92x, L1024 K31 0.86x);
 //   backward with dw / db on the tensor cores too: 1536 (Conformer 1.27x, L512 K31 1.33x, L768 K21
 //     1.33x, L1000 K15 1.11x, L1024 K31 1.09x, L1500 K21 1.13x; L2048 K15 and K31 0.85x);
-//   the other rows backward (odd lengths, views one element in; fifty-eighth session): 1024 with
-//     dw / db on the tensor cores, 512 with dx alone there.
+//   the other rows backward (odd lengths, views one element in; depthwise_rows_ab.py mma_bwd_odd,
+//     fifty-eighth session) alike: with dw / db on the tensor cores L301 K13 1.46x, L499 K21 1.43x,
+//     L501 K31 1.15x, L835 K15 1.12x, L1023 K13-31 1.13-1.16x, L1501 K21 1.07x (L2047 K15 and K31
+//     0.77x); with dx alone L301 K13 1.34x, L499 K21 1.09x, L501 K31 1.00x (L835 K15 0.91x, L1023
+//     K31 0.83x).
 // SEPCONV1D_DW_ROWS (Tuning::rows) overrides.
 template <typename T>
 bool rows_preferred(const Problem& pr, bool aligned, bool backward, int64_t mma_reach) {
@@ -365,10 +368,11 @@ bool rows_bwd_mma_dw(bool want_x, bool dw_db, const Tuning& tune) {
 
 // How far the rows kernels' tensor-core arithmetic moves rows_preferred's rules (0: not at all):
 // half types, the forward from K 13 where the words kernel takes the rows (`words`:
-// rows_words_apply; it measured 1.3x or more over the CUDA cores there), the backward wherever its
+// rows_words_apply; it measured 1.3x or more over the CUDA cores there; the backward ignores
+// `words`), the backward wherever its
 // dx runs there (rows_bwd_mma at the tap count the launch dispatches to), with (`dw_db`,
-// rows_bwd_mma_dw) or without dw / db beside it, in the words kernel (`words`:
-// rows_words_bwd_apply with dx wanted) or in the other (rows longer than 256).
+// rows_bwd_mma_dw) or without dw / db beside it, in either rows backward (the words kernel and the
+// other, whose tensor cores run on rows longer than 256, measured alike).
 template <typename T>
 int64_t rows_mma_reach(const Problem& pr, bool words, bool backward, bool dw_db, const Tuning& tune) {
   if (sizeof(T) != 2 || tune.rows_mma == 0) return 0;
@@ -377,10 +381,7 @@ int64_t rows_mma_reach(const Problem& pr, bool words, bool backward, bool dw_db,
   dispatch_padded_taps(pr.K, tune.allow_specialized, [&](auto kp) {
     constexpr int KP = decltype(kp)::value;
     if constexpr (KP > 0) {
-      if (rows_bwd_mma<T, KP>(true, tune)) {
-        const bool dw = rows_bwd_mma_dw<T, KP>(true, dw_db, tune);
-        reach = words ? (dw ? 1536 : 512) : (dw ? 1024 : 512);
-      }
+      if (rows_bwd_mma<T, KP>(true, tune)) reach = rows_bwd_mma_dw<T, KP>(true, dw_db, tune) ? 1536 : 512;
     }
   });
   return reach;
@@ -1183,11 +1184,8 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
     // Short rows: the rows kernel (dx, dw and db in one pass over the rows).
     const bool rows_aligned = a.dy_vec == kVecGroup && (!want_w || a.x_vec == kVecGroup) &&
                               (!want_x || a.dx_vec == kVecGroup);
-    const int64_t mma_reach =
-        !want_x ? 0
-                : rows_mma_reach<T>(pr, tune.rows_words_bwd != 0 &&
-                                            rows_words_bwd_apply<T>(pr, dy, dyd, x, xd, dx, dxd, want_w),
-                                    true, want_w || want_b, tune);
+    // (Either rows backward: the words kernel's tensor cores and the other's measured alike.)
+    const int64_t mma_reach = !want_x ? 0 : rows_mma_reach<T>(pr, false, true, want_w || want_b, tune);
     if (rows_wanted<T>(pr, fast, rows_aligned, true, mma_reach, tune)) {
       const RowsPlan plan = rows_plan<T>(pr, dev, tune);
       // Word-aligned rows: the words backward (word copies, each warp a run of units).
