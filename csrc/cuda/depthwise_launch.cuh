@@ -368,11 +368,10 @@ bool rows_bwd_mma_dw(bool want_x, bool dw_db, const Tuning& tune) {
 
 // How far the rows kernels' tensor-core arithmetic moves rows_preferred's rules (0: not at all):
 // half types, the forward from K 13 where the words kernel takes the rows (`words`:
-// rows_words_apply; it measured 1.3x or more over the CUDA cores there; the backward ignores
-// `words`), the backward wherever its
+// rows_words_apply; it measured 1.3x or more over the CUDA cores there), the backward wherever its
 // dx runs there (rows_bwd_mma at the tap count the launch dispatches to), with (`dw_db`,
 // rows_bwd_mma_dw) or without dw / db beside it, in either rows backward (the words kernel and the
-// other, whose tensor cores run on rows longer than 256, measured alike).
+// other, whose tensor cores run on rows longer than 256, measured alike; `words` is not read).
 template <typename T>
 int64_t rows_mma_reach(const Problem& pr, bool words, bool backward, bool dw_db, const Tuning& tune) {
   if (sizeof(T) != 2 || tune.rows_mma == 0) return 0;
