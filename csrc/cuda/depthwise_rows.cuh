@@ -1164,6 +1164,25 @@ DW_DEV void rows_dw_mma(const T* dys, int dpitch, const T* xbs, int xpitch, int 
   }
 }
 
+// rows_dw_mma's D fragments to a warp's scratch (rows_dw_mma_scratch floats, D[t][n] at 8t + n),
+// and lane k's diagonal sum dw[k] = sum_n D[n + k + DX][n] from it in a fixed order (after a
+// __syncwarp: every lane's fragments stored).
+template <int MT>
+DW_DEV void rows_dw_mma_spill(const float (&dacc)[MT][4], float* dscr, int lane) {
+  const int g = lane >> 2, q = lane & 3;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) dscr[(16 * mt + g + 8 * (i >> 1)) * 8 + 2 * q + (i & 1)] = dacc[mt][i];
+  }
+}
+DW_DEV float rows_dw_mma_diagonal(const float* dscr, int k_dx) {
+  float sw = 0.f;
+#pragma unroll
+  for (int n = 0; n < 8; ++n) sw += dscr[(n + k_dx) * 8 + n];
+  return sw;
+}
+
 // The body of the words backward kernels below; DXD: dx stored from registers (rows_bwd_dx_direct);
 // MMA (half types): dx on the tensor cores (rows_conv_mma over the staged dy rows, stored as pairs
 // to dx's rows); MMAW (with MMA): dw and db too (rows_dw_mma, a D scratch per warp after the
@@ -1287,23 +1306,11 @@ DW_DEV void rows_bwd_words_body(const RowsBwdArgs<T, W>& a) {
         float* slot = a.part + (cur.pb / a.rpw) * (K + 1) * a.C + cur.c;
         const float db = warp_sum(accb);
         if (a.want_w) {
-          const int g = lane >> 2, q = lane & 3;
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-            for (int i = 0; i < 4; ++i) dscr[(16 * mt + g + 8 * (i >> 1)) * 8 + 2 * q + (i & 1)] = dacc[mt][i];
-          }
+          rows_dw_mma_spill<MT>(dacc, dscr, lane);
           __syncwarp();
         }
         const int dxw = a.sx - (KP - 1) - od;  // the x windows' offset DX (0 or 1)
-        if (lane < K) {
-          float sw = 0.f;
-          if (a.want_w) {
-#pragma unroll
-            for (int n = 0; n < 8; ++n) sw += dscr[(n + lane + dxw) * 8 + n];
-          }
-          slot[int64_t(lane) * a.C] = sw;
-        }
+        if (lane < K) slot[int64_t(lane) * a.C] = a.want_w ? rows_dw_mma_diagonal(dscr, lane + dxw) : 0.f;
         if (lane == 0) slot[int64_t(K) * a.C] = a.want_b ? db : 0.f;
       }
     } else if (want_wb) {
@@ -1493,22 +1500,10 @@ DW_DEV void rows_bwd_body(const RowsBwdArgs<T, W>& a) {
         // D to the warp's scratch; lane k < K sums its diagonal dw[k] = sum_n D[n + k][n].
         const float db = warp_sum(accb);
         if (a.want_w) {
-          const int g = lane >> 2, q = lane & 3;
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-            for (int i = 0; i < 4; ++i) dscr[(16 * mt + g + 8 * (i >> 1)) * 8 + 2 * q + (i & 1)] = dacc[mt][i];
-          }
+          rows_dw_mma_spill<MT>(dacc, dscr, lane);
           __syncwarp();
         }
-        if (lane < K) {
-          float sw = 0.f;
-          if (a.want_w) {
-#pragma unroll
-            for (int n = 0; n < 8; ++n) sw += dscr[(n + lane) * 8 + n];
-          }
-          red[warp * (KP + 1) + lane] = sw;
-        }
+        if (lane < K) red[warp * (KP + 1) + lane] = a.want_w ? rows_dw_mma_diagonal(dscr, lane) : 0.f;
         if (lane == 0) red[warp * (KP + 1) + KP] = db;
       } else {
         const RowsScattered<KP> r = rows_warp_sums(accw, accb, lane);
