@@ -667,10 +667,10 @@ bool backward_rows(const Problem& pr, const RowsPlan& plan, const T* dy, const D
         bool mma = rows_bwd_mma<T, KP>(a.want_x, tune) &&
                    (tune.rows_mma == 1 || std::max(pr.L, pr.Lo) > 256);
         bool mmaw = mma && rows_bwd_mma_dw<T, KP>(a.want_x, want_wb, tune);
+        auto pitch_of = [&](int nd, int nxb) { return nd + (want_w ? nxb : 0) + (a.want_x ? 8 * a.nvx : 0); };
         auto block_bytes = [&](int nd, int nxb, bool scratch) {
-          const int64_t pitch = nd + (want_w ? nxb : 0) + (a.want_x ? 8 * a.nvx : 0);
           const int64_t floats = (KP + 1) + (scratch ? rows_dw_mma_scratch<KP>() : 0);
-          return int64_t(kWarps) * (floats * 4 + a.rpw * pitch * int64_t(sizeof(T)));
+          return int64_t(kWarps) * (floats * 4 + a.rpw * int64_t(pitch_of(nd, nxb)) * int64_t(sizeof(T)));
         };
         int nd = nd_cuda, nxb = want_w ? nd_cuda : 0;
         if (mma) nd = std::max(nd, 8 * rows_mma_vecs(a.nvx, rows_mma_bwd_shifts<KP>()));
@@ -685,7 +685,7 @@ bool backward_rows(const Problem& pr, const RowsPlan& plan, const T* dy, const D
         }
         a.nd = nd;
         a.nxb = nxb;
-        a.pitch = nd + (want_w ? nxb : 0) + (a.want_x ? 8 * a.nvx : 0);
+        a.pitch = pitch_of(nd, nxb);
         const int64_t smem = block_bytes(nd, nxb, mmaw);
         if (smem > smem_limit(dev, tune)) return;
         auto kern = &dw_bwd_cf_rows_kernel<T, W, KP>;
