@@ -93,6 +93,7 @@ bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
 // SEPCONV1D_DW_ROWS_WORDS_BWD (backward), "0" / "1", and the rows forwards' arithmetic on the
 // tensor cores (half types) by SEPCONV1D_DW_ROWS_MMA, "0" / "1" (the backward's dx alone by
 // SEPCONV1D_DW_ROWS_MMA_BWD, dw / db beside it by SEPCONV1D_DW_ROWS_MMA_DW).
+// SEPCONV1D_DW_BWD_RT_REGS=0 keeps the run-time-K tile backward's dw partials per chunk of taps.
 // SEPCONV1D_DW_SPECIALIZED=0 turns the
 // compiled kernel sizes off (every K then runs as a run-time or padded K: A/B runs).
 dwk::Tuning tuning() {
@@ -115,6 +116,8 @@ dwk::Tuning tuning() {
   if (mma_bwd != nullptr && *mma_bwd != '\0') t.rows_mma_bwd = std::atoi(mma_bwd) != 0 ? 1 : 0;
   const char* mma_dw = std::getenv("SEPCONV1D_DW_ROWS_MMA_DW");
   if (mma_dw != nullptr && *mma_dw != '\0') t.rows_mma_dw = std::atoi(mma_dw) != 0 ? 1 : 0;
+  const char* rt_regs = std::getenv("SEPCONV1D_DW_BWD_RT_REGS");  // A/B of the register taps
+  if (rt_regs != nullptr && *rt_regs != '\0') t.allow_rt_regs = std::atoi(rt_regs) != 0;
   const char* words_bwd = std::getenv("SEPCONV1D_DW_ROWS_WORDS_BWD");
   if (words_bwd != nullptr && *words_bwd != '\0') t.rows_words_bwd = std::atoi(words_bwd) != 0 ? 1 : 0;
   return t;

@@ -1554,6 +1554,71 @@ DW_DEV void cf_bwd_fast_rt(const BwdArgs<T, W>& p, const acc_of<T>* xw, const ac
   }
 }
 
+// Run-time K up to KPT taps, stride 1, dilation 1: cf_bwd_fast_rt's db and dx passes, and a dw
+// pass whose partial sums stay in registers for the whole block (reduced once, at its end, as the
+// compiled-K path does). Each item's x window slides over the taps as a ring of R vectors: one
+// new LDS.128 per chunk of V taps (V*V FMAs) instead of the V-tap pass's dy and two or three
+// window loads plus a warp reduction per chunk and tile, which left that pass bound by shared
+// memory (csrc/NOTES.md, fifty-ninth session). Taps kp..KPT of pdw are never accumulated.
+template <typename T, typename W, int KPT, int ITEMS, int OFFX>
+DW_DEV void cf_bwd_fast_rt_regs(const BwdArgs<T, W>& p, const acc_of<T>* xw,
+                                const acc_of<T>* dys, const acc_of<T>* ws, acc_of<T>* pdw,
+                                acc_of<T>& dbacc, T* dxrow, int64_t j0) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  constexpr int OFFD = (V + 1 - OFFX) % V;
+  constexpr int NCH = KPT / V;
+  constexpr int R = (OFFX + 2 * V - 2) / V + 1;  // window vectors one chunk of taps reads
+  static_assert(KPT % V == 0, "whole chunks of taps");
+  const int dyj = -p.dlo;
+  const int nch = p.kp / V;
+  if (p.want_x) {
+    const int bd = dyj + int(p.pl) - (p.kp - 1);
+    DW_ASSERT(bd >= 0 && (bd - OFFD) % V == 0);
+    const int qd = (bd - OFFD) / V;
+#pragma unroll 1
+    for (int it = 0; it < p.items; ++it) {
+      const int jl = (it * kThreads + int(threadIdx.x)) * V;
+      if (j0 + jl >= p.L) break;
+      A acc[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) acc[i] = A(0);
+      cf_conv_rt<A, V, OFFD>(dys + jl + qd * V, ws, nch, p.kp - p.K, p.kp, acc);
+      cf_store<T, A, V, 1>(dxrow, j0 + jl, p.L, acc, p.dx_vec);
+    }
+  }
+  if (p.want_w || p.want_b) {
+#pragma unroll 1
+    for (int it = 0; it < p.items; ++it) {
+      const int jl = (it * kThreads + int(threadIdx.x)) * V;
+      if (j0 + jl >= p.Lo) break;
+      A dyv[V];
+      sload<A, V>(dys + dyj + jl, dyv);
+#pragma unroll
+      for (int i = 0; i < V; ++i) dbacc += dyv[i];
+      if (!p.want_w) continue;
+      // win[(c + q) % R] holds window vector c + q of the chunk c of taps.
+      const A* src = xw + jl;
+      A win[R][V];
+#pragma unroll
+      for (int q = 0; q < R - 1; ++q) sload<A, V>(src + q * V, win[q]);
+#pragma unroll
+      for (int c = 0; c < NCH; ++c) {
+        if (c >= nch) break;  // uniform
+        sload<A, V>(src + (c + R - 1) * V, win[(c + R - 1) % R]);
+#pragma unroll
+        for (int kk = 0; kk < V; ++kk) {
+#pragma unroll
+          for (int i = 0; i < V; ++i) {
+            const int n = OFFX + i + kk;
+            pdw[c * V + kk] = dfma(dyv[i], win[(c + n / V) % R][n % V], pdw[c * V + kk]);
+          }
+        }
+      }
+    }
+  }
+}
+
 // Any stride / dilation, run-time K. ws holds the unflipped kernel (kp taps, zero padded).
 template <typename T, typename W>
 DW_DEV void cf_bwd_general(const BwdArgs<T, W>& p, const acc_of<T>* xs, const acc_of<T>* dys,
@@ -1617,8 +1682,10 @@ DW_DEV void cf_bwd_general(const BwdArgs<T, W>& p, const acc_of<T>* xs, const ac
   }
 }
 
-template <typename T, typename W, int K_, int ITEMS>
-__global__ void __launch_bounds__(kThreads, kCfBwdMinBlocks)
+// K_ > 0: compiled K. K_ == 0: run-time K, with dw / db partials in KPT registers where KPT > 0
+// (cf_bwd_fast_rt_regs; the host takes it for stride 1, dilation 1, kp <= KPT), else per pass.
+template <typename T, typename W, int K_, int ITEMS, int KPT = 0>
+__global__ void __launch_bounds__(kThreads, KPT > 32 ? kCfBwdMinBlocks - 1 : kCfBwdMinBlocks)
     dw_bwd_cf_kernel(const BwdArgs<T, W> p) {
   using A = acc_of<T>;
   constexpr int V = vec_of<A>();
@@ -1635,9 +1702,11 @@ __global__ void __launch_bounds__(kThreads, kCfBwdMinBlocks)
   // The fast paths correlate with the reversed kernel (run-time K: after kp - K zero slots, so
   // that its window offset is (1 - off) mod V), the general path uses the kernel as is.
   if (p.want_x) cf_load_weights<W, A>(ws, p.w, c, p.K, p.kp, p.fast, K_ > 0 ? 0 : p.kp - p.K);
-  A pdw[K_ > 0 ? K_ : 1];
+  static_assert(K_ == 0 || KPT == 0, "register taps are the run-time-K form");
+  constexpr int KR = K_ > 0 ? K_ : KPT;  // dw partials held in registers across the tiles
+  A pdw[KR > 0 ? KR : 1];
 #pragma unroll
-  for (int k = 0; k < (K_ > 0 ? K_ : 1); ++k) pdw[k] = A(0);
+  for (int k = 0; k < (KR > 0 ? KR : 1); ++k) pdw[k] = A(0);
   A dbacc = A(0);
   __syncthreads();
   for (int64_t wi = sidx; wi < p.work; wi += p.split) {
@@ -1660,6 +1729,12 @@ __global__ void __launch_bounds__(kThreads, kCfBwdMinBlocks)
       with_offset<V>(p.off & (V - 1), [&](auto o) {
         cf_bwd_fast_ct<T, W, K_, ITEMS, decltype(o)::value>(p, xw, dys, ws, pdw, dbacc, dxrow, j0);
       });
+    } else if constexpr (KPT > 0) {
+      DW_ASSERT(p.fast && p.kp <= KPT);
+      with_offset<V>(p.off & (V - 1), [&](auto o) {
+        cf_bwd_fast_rt_regs<T, W, KPT, ITEMS, decltype(o)::value>(p, xw, dys, ws, pdw, dbacc,
+                                                                  dxrow, j0);
+      });
     } else {
       if (p.fast) {
         with_offset<V>(p.off & (V - 1), [&](auto o) {
@@ -1671,13 +1746,14 @@ __global__ void __launch_bounds__(kThreads, kCfBwdMinBlocks)
     }
   }
   if (!want_wb) return;  // uniform: no shared reductions follow
-  if constexpr (K_ > 0) {
+  if constexpr (KR > 0) {
     if (p.want_w) {
 #pragma unroll
-      for (int c0 = 0; c0 < K_; c0 += V) {
+      for (int c0 = 0; c0 < KR; c0 += V) {
+        if (K_ == 0 && c0 >= p.kp) break;  // uniform; red has kp tap slots
         A v[V];
 #pragma unroll
-        for (int kk = 0; kk < V; ++kk) v[kk] = (c0 + kk < K_) ? pdw[c0 + kk] : A(0);
+        for (int kk = 0; kk < V; ++kk) v[kk] = (c0 + kk < KR) ? pdw[c0 + kk] : A(0);
         cf_reduce_scatter<A, V>(v, red, c0);
       }
     }

@@ -77,6 +77,8 @@ struct Tuning {
   int64_t max_grid = INT_MAX;     // cap on grid size (tests force the grid-stride loops)
   int64_t force_split = 0;        // > 0: blocks per channel (group) in split kernels
   bool allow_rt_dense = true;     // the run-time-K CF forward's dense form (long float kernels)
+  bool allow_rt_regs = true;      // the run-time-K CF backward's dw partials in registers (float
+                                  // accumulation, kp <= kBwdRtRegsMax)
   int rows = -1;                  // short-row CF kernels: -1 where they measured faster (rows_
                                   // preferred), 0 never, 1 wherever they apply (rows_plan)
   int64_t rows_span = 0;          // rows kernels: outputs per warp pass; 0: rows_plan's rule
@@ -97,6 +99,10 @@ struct Tuning {
 };
 
 enum class Path { CF, CL, Direct };
+
+// Longest padded kernel (kp) whose dw partials the run-time-K CF backward keeps in registers
+// (tiers of 16, 32 and 64 taps; longer kernels reduce each chunk of V taps per tile).
+constexpr int64_t kBwdRtRegsMax = 64;
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }  // a >= 0, b > 0
 inline int64_t floor_div(int64_t a, int64_t b) {                           // b > 0
@@ -1322,11 +1328,28 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
       if (want_wb) {
         a.part = static_cast<A*>(alloc(size_t(a.split * per_split)));
       }
-      with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
-        auto kern = &dw_bwd_cf_kernel<T, W, decltype(kc)::value, cf_bwd_items<T>()>;
+      auto launch = [&](auto kern) {
         prepare_kernel(kern, smem, dev.device);
         DW_LAUNCH(kern, grid, size_t(smem), stream, a);
         DW_CHECK_LAUNCH("dw_bwd_cf_kernel");
+      };
+      with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
+        constexpr int KC = decltype(kc)::value;
+        constexpr int IT = cf_bwd_items<T>();
+        // Run-time K with float accumulation: the dw partials in registers where kp fits a tier.
+        if constexpr (KC == 0 && std::is_same_v<A, float>) {
+          if (fast && tune.allow_rt_regs && kp <= kBwdRtRegsMax) {
+            if (kp <= 16) {
+              launch(&dw_bwd_cf_kernel<T, W, 0, IT, 16>);
+            } else if (kp <= 32) {
+              launch(&dw_bwd_cf_kernel<T, W, 0, IT, 32>);
+            } else {
+              launch(&dw_bwd_cf_kernel<T, W, 0, IT, kBwdRtRegsMax>);
+            }
+            return;
+          }
+        }
+        launch(&dw_bwd_cf_kernel<T, W, KC, IT>);
       });
       if (want_wb) launch_reduce(a.part, a.split);
       return;
