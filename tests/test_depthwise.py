@@ -194,6 +194,26 @@ def _check_forward_and_grads(x, weight, bias, left, right, dilation, what):
     assert_close_to_reference(gw, refs[1], tolerance_for(wdtype), "grad weight alone " + what)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_BWD_RT_REGS is read by the CUDA kernels")
+@pytest.mark.parametrize("regs", ["1", "0"])
+@pytest.mark.parametrize("kernel_size", [6, 15, 16, 17, 31, 33, 63, 64, 65])
+def test_run_time_kernel_backward_of_long_rows(monkeypatch, kernel_size, regs):
+    """float32 rows longer than the short-row kernels take, run-time K: the tile backward, with its
+    dw partials in registers (tiers of 16, 32 and 64 padded taps; K 65 is past them) or per chunk
+    of taps ("0"). Window offsets 0-3 within a vector (the paddings), aligned and odd rows, rows
+    one element into their storage, a ragged last tile."""
+    monkeypatch.setenv("SEPCONV1D_DW_BWD_RT_REGS", regs)
+    for i, padding in enumerate(("same", (kernel_size - 1, 0), (1, kernel_size + 4), (6, 2))):
+        length = (4099, 2560, 4096 + 3, 2049)[i]
+        x = make_activation(3, 6, length + i % 2, torch.float32, "cuda")
+        x = (x[..., 1:] if i % 2 else x).requires_grad_(True)
+        weight, bias = _params(6, kernel_size, torch.float32, "cuda", True)
+        weight.requires_grad_(True)
+        bias.requires_grad_(True)
+        left, right = resolve_padding(padding, kernel_size, 1, 1)
+        _check_forward_and_grads(x, weight, bias, left, right, 1, f"K={kernel_size} padding={padding} L={length}")
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_PHASES is read by the CUDA kernels")
 @pytest.mark.parametrize("phases", ["1", "0"])
 @pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[1], DTYPES[2], DTYPES[3]], ids=dtype_pair_id)

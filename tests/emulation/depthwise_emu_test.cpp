@@ -771,6 +771,40 @@ int main_impl(int argc, char** argv) {
         run(cs, idx % 4 == 3 ? 3 : 0);  // float64 every fourth case
       }
     }
+    // The run-time-K CF tile backward with its dw partials in registers (float accumulation,
+    // tiers of 16, 32 and 64 padded taps) against the per-chunk form: K around the tiers' ends,
+    // every window offset, pads beyond the span, rows of one to several tiles, capped grids
+    // (blocks walking tiles and rows, partials carried across them), dw alone, dx alone, all.
+    {
+      const int64_t rks[] = {1, 2, 6, 13, 16, 17, 29, 32, 33, 47, 61, 64, 65};
+      const int64_t rlens[] = {300, 2049, 4500, 37, 1031};
+      const int rkinds[] = {L_CFAL, L_CF, L_CFPAD};
+      const int rtypes[] = {0, 1, 5};  // float32; bf16 and fp16 with float32 weights, tensor cores off
+      int ri = 0;
+      for (int64_t K : rks) {
+        for (int rep = 0; rep < 2; ++rep, ++ri) {
+          const int64_t L = rlens[ri % 5];
+          int64_t pl = 0, pr = 0;
+          switch (ri % 4) {
+            case 0: pl = (K - 1) / 2; pr = K / 2; break;
+            case 1: pl = K - 1; break;
+            case 2: pl = ri % 8; pr = K + 2; break;
+            default: pl = K + 1 + ri % 3; pr = 1; break;
+          }
+          pr = std::max(pr, K - L - pl);
+          Case cs{1 + ri % 2, 2, L, K, 1, 1, pl, pr, ri % 3 != 1, rkinds[ri % 3], rkinds[ri % 3],
+                  ri % 5 == 2 ? 1 : 0, 0, Tuning{}};
+          cs.tune.allow_tc = false;
+          cs.tune.allow_reg_bwd = false;
+          cs.tune.allow_specialized = false;
+          cs.tune.allow_rt_regs = rep == 0;
+          if (ri % 3 == 0) cs.tune.max_grid = 2;
+          cs.grads = ri % 4 == 1 ? 6 : (ri % 4 == 3 ? 1 : 0);
+          cs.expect_bwd = "dw_bwd_cf_kernel";
+          run(cs, rtypes[ri % 3]);
+        }
+      }
+    }
     // Compiled K with the compiled kernels switched off, and float64's compiled K.
     for (int64_t K : {3, 9}) {
       Case cs{2, 3, 300, K, 1, 1, K / 2, K / 2, true, L_CFAL, L_CFAL, 0, 0, Tuning{}};
