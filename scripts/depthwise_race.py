@@ -1,7 +1,8 @@
 """Depthwise forward and backward on the tensor-core kernels (dw_fwd_cf_tc_kernel,
 dw_bwd_cf_tc_kernel) for compute-sanitizer: half types with the compiled kernel sizes (3, 4, 5,
 9) on rows that are not 16-byte aligned, which take those kernels since the thirty-seventh session,
-and a run-time K beside them; bf16 and float32 weights; 'same', causal and asymmetric pads. Then
+and a run-time K beside them; bf16 and float32 weights; 'same', causal and asymmetric pads; float32
+at run-time K on long rows (the tile backward's dw partials in registers). Then
 dilated problems as phase rows (depthwise_phases.cuh: the gather, the dilation-1 kernels, the
 scatter; SEPCONV1D_DW_PHASES=1 for every K), in half types and float32. Last, the short-row
 kernels (depthwise_rows.cuh, SEPCONV1D_DW_ROWS=1): every padded tap count, rows of one element up
@@ -35,6 +36,14 @@ def main() -> None:
                 b = torch.randn(40, device="cuda", dtype=wdtype, requires_grad=True)
                 y = sepconv1d.depthwise_conv1d(x, w, b, padding=padding)
                 torch.autograd.grad(y, (x, w, b), torch.randn_like(y))
+    # float32 at run-time K on rows past the short-row kernels: the tile backward with its dw
+    # partials in registers (16, 32 and 64 taps), many tiles per block.
+    for length, k, padding in ((4099, 15, "same"), (2560, 33, (32, 0)), (6001, 63, (2, 70))):
+        x = torch.randn(2, 8, length, device="cuda", requires_grad=True)
+        w = torch.randn(8, k, device="cuda", requires_grad=True)
+        b = torch.randn(8, device="cuda", requires_grad=True)
+        y = sepconv1d.depthwise_conv1d(x, w, b, padding=padding)
+        torch.autograd.grad(y, (x, w, b), torch.randn_like(y))
     os.environ["SEPCONV1D_DW_PHASES"] = "1"
     for dtype in (torch.bfloat16, torch.float32):
         for length, k, d, padding in ((835, 87, 2, (86, 86)), (1001, 9, 3, (13, 11)), (3001, 7, 9, (27, 27)),
