@@ -1336,9 +1336,10 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
       with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
         constexpr int KC = decltype(kc)::value;
         constexpr int IT = cf_bwd_items<T>();
-        // Run-time K with float accumulation: the dw partials in registers where kp fits a tier.
+        // Run-time K with float accumulation: the dw partials in registers where kp fits a tier
+        // (dx alone keeps the leaner kernel: the tiers hold up to 166 registers).
         if constexpr (KC == 0 && std::is_same_v<A, float>) {
-          if (fast && tune.allow_rt_regs && kp <= kBwdRtRegsMax) {
+          if (fast && want_w && tune.allow_rt_regs && kp <= kBwdRtRegsMax) {
             if (kp <= 16) {
               launch(&dw_bwd_cf_kernel<T, W, 0, IT, 16>);
             } else if (kp <= 32) {
