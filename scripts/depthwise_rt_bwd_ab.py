@@ -1,0 +1,66 @@
+"""A/B of the run-time-K channel-first tile backward (float32 rows past the short-row kernels):
+dw / db partials in registers (the default) against the per-chunk form
+(SEPCONV1D_DW_BWD_RT_REGS=0), in one process, with the forward and dx alone beside them for scale.
+
+Times are triton.testing.do_bench medians (25 warm-up, 200 ms of calls) over three rotating input
+sets. Correctness is the test suite's job (test_run_time_kernel_backward_of_long_rows).
+
+    python3 -P scripts/depthwise_rt_bwd_ab.py      # JSON to $OUT/depthwise_rt_bwd_ab.json (default .)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import torch
+import triton.testing
+
+import sepconv1d  # noqa: F401  (registers torch.ops.sepconv1d)
+
+op = torch.ops.sepconv1d
+CASES = [  # B, C, L, K, dilation (float32, 'same' padding)
+    (32, 512, 8192, 63, 1), (32, 512, 8192, 31, 1), (32, 512, 8192, 15, 1), (32, 512, 8192, 7, 1),
+    (32, 512, 835, 87, 2), (32, 512, 835, 63, 1), (32, 512, 4096, 33, 1),
+]
+VAR = "SEPCONV1D_DW_BWD_RT_REGS"
+
+
+def main() -> None:
+    out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
+           "unit": "us", "cases": []}
+    for B, C, L, K, d in CASES:
+        pl = d * (K - 1) // 2
+        pr = d * (K - 1) - pl
+        xs = [torch.randn(B, C, L, device="cuda") for _ in range(3)]
+        w = torch.randn(C, K, device="cuda")
+        gs = [torch.randn_like(op.depthwise_conv1d(xs[0], w, None, 1, pl, pr, d)) for _ in range(3)]
+        turn = [0]
+
+        def call(mask):
+            turn[0] = (turn[0] + 1) % 3
+            j = turn[0]
+            if mask is None:
+                return op.depthwise_conv1d(xs[j], w, None, 1, pl, pr, d)
+            return op.depthwise_conv1d_backward(gs[j], xs[j], w, 1, pl, pr, d, *mask)
+
+        row = {"B": B, "C": C, "L": L, "K": K, "dilation": d}
+        for name, mask, regs in (("fwd", None, None), ("dx", (True, False, False), "1"),
+                                 ("dwdb", (False, True, True), "1"), ("all", (True, True, True), "1"),
+                                 ("dwdb_old", (False, True, True), "0"), ("all_old", (True, True, True), "0")):
+            if regs is None:
+                os.environ.pop(VAR, None)
+            else:
+                os.environ[VAR] = regs
+            row[name] = round(triton.testing.do_bench(lambda: call(mask), warmup=25, rep=200,
+                                                      return_mode="median") * 1e3, 1)
+        os.environ.pop(VAR, None)
+        print(json.dumps(row), flush=True)
+        out["cases"].append(row)
+        del xs, gs
+    with open(os.path.join(os.environ.get("OUT", "."), "depthwise_rt_bwd_ab.json"), "w") as f:
+        json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
