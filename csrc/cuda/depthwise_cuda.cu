@@ -93,7 +93,8 @@ bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
 // SEPCONV1D_DW_ROWS_WORDS_BWD (backward), "0" / "1", and the rows forwards' arithmetic on the
 // tensor cores (half types) by SEPCONV1D_DW_ROWS_MMA, "0" / "1" (the backward's dx alone by
 // SEPCONV1D_DW_ROWS_MMA_BWD, dw / db beside it by SEPCONV1D_DW_ROWS_MMA_DW).
-// SEPCONV1D_DW_BWD_RT_REGS=0 keeps the run-time-K tile backward's dw partials per chunk of taps.
+// SEPCONV1D_DW_BWD_RT_REGS=0 keeps the run-time-K tile backward's dw partials per chunk of taps;
+// SEPCONV1D_DW_DX_FORWARD=0 keeps its dx in the fused kernel (dwk::dx_by_forward).
 // SEPCONV1D_DW_SPECIALIZED=0 turns the
 // compiled kernel sizes off (every K then runs as a run-time or padded K: A/B runs).
 dwk::Tuning tuning() {
@@ -118,6 +119,8 @@ dwk::Tuning tuning() {
   if (mma_dw != nullptr && *mma_dw != '\0') t.rows_mma_dw = std::atoi(mma_dw) != 0 ? 1 : 0;
   const char* rt_regs = std::getenv("SEPCONV1D_DW_BWD_RT_REGS");  // A/B of the register taps
   if (rt_regs != nullptr && *rt_regs != '\0') t.allow_rt_regs = std::atoi(rt_regs) != 0;
+  const char* dx_fwd = std::getenv("SEPCONV1D_DW_DX_FORWARD");  // A/B of dx as a forward
+  if (dx_fwd != nullptr && *dx_fwd != '\0') t.allow_dx_forward = std::atoi(dx_fwd) != 0;
   const char* words_bwd = std::getenv("SEPCONV1D_DW_ROWS_WORDS_BWD");
   if (words_bwd != nullptr && *words_bwd != '\0') t.rows_words_bwd = std::atoi(words_bwd) != 0 ? 1 : 0;
   return t;
@@ -279,9 +282,19 @@ void backward_plain(const StridedView& dy, const StridedView& x, const Tensor& w
     W* dbp = db && db->numel() > 0 ? static_cast<W*>(db->mutable_data_ptr()) : nullptr;
     const dwk::Desc3 dxd = dx ? desc_of(*dx) : dwk::Desc3{0, 0, 0};
     dwk::RedRuns<A>* defer = partials != nullptr ? &runs : nullptr;
+    const dwk::Tuning tune = tuning();
+    // The flipped kernel where dx may run as a forward of dy (C * K elements: a few KB).
+    std::optional<Tensor> flipped;
+    const W* wflip = nullptr;
+    if (dxp != nullptr && dwk::dx_by_forward<T>(pr, dwp != nullptr || dbp != nullptr, tune)) {
+      flipped = device_bytes(device, g.channels * g.kernel_size * static_cast<int64_t>(sizeof(W)));
+      W* wf = static_cast<W*>(flipped->mutable_data_ptr());
+      dwk::flip_weights<W>(wp, wf, g.channels, g.kernel_size, stream, dev);
+      wflip = wf;
+    }
     dwk::backward<T, W>(pr, static_cast<const T*>(dy.ptr), desc_of(dy),
                         static_cast<const T*>(x.ptr), desc_of(x), wp, dxp, dxd, dwp, dbp, alloc,
-                        stream, dev, tuning(), defer);
+                        stream, dev, tune, defer, wflip);
     if (partials != nullptr) {
       for (int r = partials->runs; r < runs.n; ++r) {
         partials->part[r] = runs.part[r];

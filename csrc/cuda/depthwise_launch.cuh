@@ -79,6 +79,7 @@ struct Tuning {
   bool allow_rt_dense = true;     // the run-time-K CF forward's dense form (long float kernels)
   bool allow_rt_regs = true;      // the run-time-K CF backward's dw partials in registers (float
                                   // accumulation, kp <= kBwdRtRegsMax)
+  bool allow_dx_forward = true;   // the backward's dx as a forward of dy (dx_by_forward)
   int rows = -1;                  // short-row CF kernels: -1 where they measured faster (rows_
                                   // preferred), 0 never, 1 wherever they apply (rows_plan)
   int64_t rows_span = 0;          // rows kernels: outputs per warp pass; 0: rows_plan's rule
@@ -1084,8 +1085,36 @@ void reduce_runs(const RedRuns<A>& runs, int64_t K, int64_t C, W* dw, W* db, cud
   DW_CHECK_LAUNCH("dw_reduce_kernel");
 }
 
+// Whether the backward's dx, where it reaches the tile kernels, runs as the forward of dy with the
+// flipped kernel (dx[i] = sum_m w[K-1-m] dy[i - (K-1-pl) + m]: pads K-1-pl and K-1-pr): float32,
+// stride 1, dilation 1, pads within the kernel span, rows the short-row kernels would not take at
+// K <= 32, and a K where the forward's run-time-K items beat the fused backward's per-vector dx by
+// more than a second read of dy costs. H100, float32 B32 C512 L8192 (csrc/NOTES.md, fifty-ninth
+// session): the fused dx at K 63 took 1285 us against a 447-us forward, K 31 700 / 423, K 15
+// 541 / 413, K 7 453 / 421; with dw and db beside it the fused kernel keeps dx up to K 32. (Half
+// types reach the tile kernels only without the tensor-core kernel: not taken.)
+template <typename T>
+bool dx_by_forward(const Problem& pr, bool want_wb, const Tuning& tune) {
+  if (!std::is_same_v<T, float> || !tune.allow_dx_forward) return false;
+  if (pr.s != 1 || pr.d != 1 || pr.K < 10) return false;
+  if (pr.K <= 32 && std::max(pr.L, pr.Lo) <= kRowsMaxLen) return false;
+  const int64_t pad_right = pr.Lo + pr.K - 1 - pr.L - pr.pl;
+  if (pr.pl < 0 || pr.pl > pr.K - 1 || pad_right < 0 || pad_right > pr.K - 1) return false;
+  return !want_wb || pr.K > 32;
+}
+
+// The flipped kernel of dx_by_forward into wf (C * K elements of W).
+template <typename W>
+void flip_weights(const W* w, W* wf, int64_t C, int64_t K, cudaStream_t stream, const DevInfo& dev) {
+  if (C <= 0 || K <= 0) return;
+  const int64_t grid = clamp64(ceil_div(C * K, kThreads), 1, int64_t(dev.sms) * 8);
+  DW_LAUNCH(&dw_flip_weights_kernel<W>, grid, size_t(0), stream, w, wf, C, K);
+  DW_CHECK_LAUNCH("dw_flip_weights_kernel");
+}
+
 // dx (when not nullptr) in dxd's layout, dw (C, K) and db (C) contiguous in W (when not nullptr).
 // alloc(bytes) returns device memory for the partial sums that stays valid for the launches.
+// wflip: nullptr, or the flipped kernel (flip_weights) where dx_by_forward holds.
 // defer: nullptr, or where the call's partial sums are appended as a run instead of being reduced
 // into dw / db here (the caller reduces all its runs with reduce_runs; dw / db then only say
 // which gradients are wanted, and alloc's memory must stay valid until that launch).
@@ -1093,10 +1122,10 @@ template <typename T, typename W, typename Alloc>
 void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, const Desc3& xd,
               const W* w, T* dx, const Desc3& dxd, W* dw, W* db, Alloc&& alloc,
               cudaStream_t stream, const DevInfo& dev, const Tuning& tune = {},
-              RedRuns<acc_of<T>>* defer = nullptr) {
+              RedRuns<acc_of<T>>* defer = nullptr, const W* wflip = nullptr) {
   using A = acc_of<T>;
   constexpr int V = vec_of<A>();
-  const bool want_x = dx != nullptr && pr.B > 0 && pr.C > 0 && pr.L > 0;
+  bool want_x = dx != nullptr && pr.B > 0 && pr.C > 0 && pr.L > 0;
   const bool want_w = dw != nullptr && pr.C > 0;
   const bool want_b = db != nullptr && pr.C > 0;
   if (!want_x && !want_w && !want_b) return;
@@ -1292,6 +1321,17 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
         }
       });
       if (launched) return;
+    }
+    // dx as the forward of dy with the flipped kernel (dx_by_forward); the tile kernel below
+    // then computes dw and db alone, or nothing.
+    if (want_x && wflip != nullptr && dx_by_forward<T>(pr, want_wb, tune)) {
+      const Problem fp{pr.B, pr.C, pr.Lo, pr.L, pr.K, 1, 1, pr.K - 1 - pr.pl};
+      forward<T, W>(fp, dy, dyd, wflip, nullptr, dx, dxd, stream, dev, tune);
+      want_x = false;
+      a.want_x = false;
+      a.dx = nullptr;
+      a.dx_vec = 0;
+      if (!want_wb) return;
     }
     // Both tiles start on an N = G*V boundary (16-byte fetch groups of T). Thread items of V
     // outputs, up to cf_bwd_items<T>() of them on the fast paths (4096-output tiles for half

@@ -285,14 +285,18 @@ bool run_case(const Case& cs_in, std::mt19937_64& rng, bool verbose) {
     std::memset(p, 0xFF, bytes);
     return p;
   };
+  // The flipped kernel, as the extension passes it (dx as a forward of dy, dx_by_forward).
+  std::vector<W> wflip(w.size());
+  for (int64_t c = 0; c < cs.C; ++c)
+    for (int64_t k = 0; k < cs.K; ++k) wflip[size_t(c * cs.K + k)] = w[size_t(c * cs.K + cs.K - 1 - k)];
   g_last_kernels.clear();
   backward<T, W>(pr, dy.ptr(), dy.d, x.ptr(), x.d, w.data(), want_x ? dx.ptr() : nullptr, dx.d,
                  want_w ? dw.data() : nullptr, want_b ? db.data() : nullptr, alloc, nullptr, dev,
-                 cs.tune);
+                 cs.tune, nullptr, wflip.data());
   const std::string bwd_kernels = g_last_kernels;
   backward<T, W>(pr, dy.ptr(), dy.d, x.ptr(), x.d, w.data(), want_x ? dx2.ptr() : nullptr, dx2.d,
                  want_w ? dw2.data() : nullptr, want_b ? db2.data() : nullptr, alloc, nullptr, dev,
-                 cs.tune);
+                 cs.tune, nullptr, wflip.data());
   g_last_kernels = bwd_kernels;
   if (cs.expect_bwd != nullptr && bwd_kernels.find(cs.expect_bwd) == std::string::npos) {
     fail("bwd-path", -1, -1, -1, 0, 0);
@@ -798,10 +802,43 @@ int main_impl(int argc, char** argv) {
           cs.tune.allow_reg_bwd = false;
           cs.tune.allow_specialized = false;
           cs.tune.allow_rt_regs = rep == 0;
+          cs.tune.allow_dx_forward = (ri / 2) % 2 == 0;  // dx as a forward of dy (float32, K > 32)
           if (ri % 3 == 0) cs.tune.max_grid = 2;
           cs.grads = ri % 4 == 1 ? 6 : (ri % 4 == 3 ? 1 : 0);
-          cs.expect_bwd = "dw_bwd_cf_kernel";
+          cs.tune.rows = 0;
+          // dx alone as a forward launches no backward kernel.
+          cs.expect_bwd = cs.grads == 1 && cs.tune.allow_dx_forward ? nullptr : "dw_bwd_cf_kernel";
           run(cs, rtypes[ri % 3]);
+        }
+      }
+    }
+    // float32 dx as the forward of dy with the flipped kernel (dx_by_forward): K from 10 with dx
+    // alone, past 32 beside dw / db; pads 'same', causal, anti-causal, full and uneven; rows
+    // shorter than the kernel; views one element in and padded rows; dx alone, dx and db, all.
+    {
+      const int64_t fks[] = {10, 17, 33, 40, 63, 64, 65, 70};
+      const int64_t flens[] = {2100, 3001, 300, 61, 4500};
+      const int fkinds[] = {L_CF, L_CFAL, L_CFPAD};
+      int fi = 0;
+      for (int64_t K : fks) {
+        for (int rep = 0; rep < 3; ++rep, ++fi) {
+          const int64_t L = flens[fi % 5];
+          int64_t pl = 0;
+          int64_t pr = 0;
+          switch (fi % 5) {
+            case 0: pl = (K - 1) / 2; pr = K / 2; break;
+            case 1: pl = K - 1; break;
+            case 2: pr = K - 1; break;
+            case 3: pl = K - 1; pr = K - 1; break;
+            default: pl = fi % 7; pr = K - 1 - fi % 4; break;
+          }
+          pr = std::max(pr, K - L - pl);
+          Case cs{1 + fi % 2, 3, L, K, 1, 1, pl, pr, fi % 2 == 0, fkinds[fi % 3], fkinds[(fi + 1) % 3],
+                  fi % 4 == 1 ? 1 : 0, fi % 4 == 2 ? 1 : 0, Tuning{}};
+          cs.tune.rows = 0;
+          cs.grads = rep == 0 ? 1 : (rep == 1 ? 5 : 0);
+          if (fi % 5 == 3) cs.tune.max_grid = 3;
+          run(cs, 0);
         }
       }
     }
