@@ -1,6 +1,7 @@
-"""A/B of the run-time-K channel-first tile backward (float32 rows past the short-row kernels):
-dw / db partials in registers (the default) against the per-chunk form
-(SEPCONV1D_DW_BWD_RT_REGS=0), in one process, with the forward and dx alone beside them for scale.
+"""A/B of the run-time-K channel-first tile backward (float32 rows past the short-row kernels), in
+one process: dx as the forward of dy with the flipped kernel (SEPCONV1D_DW_DX_FORWARD, default on
+from K 33, or K 10 with dx alone) and the dw / db partials in registers (SEPCONV1D_DW_BWD_RT_REGS,
+default on), each against its "0", with the forward beside them for scale.
 
 Times are triton.testing.do_bench medians (25 warm-up, 200 ms of calls) over three rotating input
 sets. Correctness is the test suite's job (test_run_time_kernel_backward_of_long_rows).
@@ -24,6 +25,7 @@ CASES = [  # B, C, L, K, dilation (float32, 'same' padding)
     (32, 512, 835, 87, 2), (32, 512, 835, 63, 1), (32, 512, 4096, 33, 1),
 ]
 VAR = "SEPCONV1D_DW_BWD_RT_REGS"
+VAR_DX = "SEPCONV1D_DW_DX_FORWARD"
 
 
 def main() -> None:
@@ -45,16 +47,18 @@ def main() -> None:
             return op.depthwise_conv1d_backward(gs[j], xs[j], w, 1, pl, pr, d, *mask)
 
         row = {"B": B, "C": C, "L": L, "K": K, "dilation": d}
-        for name, mask, regs in (("fwd", None, None), ("dx", (True, False, False), "1"),
-                                 ("dwdb", (False, True, True), "1"), ("all", (True, True, True), "1"),
-                                 ("dwdb_old", (False, True, True), "0"), ("all_old", (True, True, True), "0")):
-            if regs is None:
-                os.environ.pop(VAR, None)
-            else:
-                os.environ[VAR] = regs
+        dx, wb, both = (True, False, False), (False, True, True), (True, True, True)
+        # (column, gradients, SEPCONV1D_DW_BWD_RT_REGS, SEPCONV1D_DW_DX_FORWARD)
+        for name, mask, regs, fwd in (("fwd", None, "1", "1"), ("dx", dx, "1", "1"), ("dx_fused", dx, "1", "0"),
+                                      ("dwdb", wb, "1", "1"), ("dwdb_per_chunk", wb, "0", "1"),
+                                      ("all", both, "1", "1"), ("all_dx_fused", both, "1", "0"),
+                                      ("all_per_chunk_dx_fused", both, "0", "0")):
+            os.environ[VAR] = regs
+            os.environ[VAR_DX] = fwd
             row[name] = round(triton.testing.do_bench(lambda: call(mask), warmup=25, rep=200,
                                                       return_mode="median") * 1e3, 1)
         os.environ.pop(VAR, None)
+        os.environ.pop(VAR_DX, None)
         print(json.dumps(row), flush=True)
         out["cases"].append(row)
         del xs, gs

@@ -1089,10 +1089,13 @@ void reduce_runs(const RedRuns<A>& runs, int64_t K, int64_t C, W* dw, W* db, cud
 // flipped kernel (dx[i] = sum_m w[K-1-m] dy[i - (K-1-pl) + m]: pads K-1-pl and K-1-pr): float32,
 // stride 1, dilation 1, pads within the kernel span, rows the short-row kernels would not take at
 // K <= 32, and a K where the forward's run-time-K items beat the fused backward's per-vector dx by
-// more than a second read of dy costs. H100, float32 B32 C512 L8192 (csrc/NOTES.md, fifty-ninth
-// session): the fused dx at K 63 took 1285 us against a 447-us forward, K 31 700 / 423, K 15
-// 541 / 413, K 7 453 / 421; with dw and db beside it the fused kernel keeps dx up to K 32. (Half
-// types reach the tile kernels only without the tensor-core kernel: not taken.)
+// more than a second read of dy costs. H100, float32 B32 C512 (csrc/NOTES.md, fifty-ninth
+// session), dx alone, fused -> forward: L8192 K63 1055 -> 451 us, K31 695 -> 426, K15 544 -> 416,
+// K7 456 -> 456 (so from K 10); with dw and db beside it, where their partials are in registers
+// (K 33-64): all three at L8192 K63 1903 -> 1352, L4096 K33 697 -> 624, L835 K63 294 -> 290; not
+// at K <= 32 (L8192 K31 1035 either way) nor past 64 taps (the phase rows of K87 d2 821 -> 878:
+// the fused kernel's one pass over dy and x then beats two). Half types reach the tile kernels
+// only without the tensor-core kernel: not taken.
 template <typename T>
 bool dx_by_forward(const Problem& pr, bool want_wb, const Tuning& tune) {
   if (!std::is_same_v<T, float> || !tune.allow_dx_forward) return false;
@@ -1100,7 +1103,7 @@ bool dx_by_forward(const Problem& pr, bool want_wb, const Tuning& tune) {
   if (pr.K <= 32 && std::max(pr.L, pr.Lo) <= kRowsMaxLen) return false;
   const int64_t pad_right = pr.Lo + pr.K - 1 - pr.L - pr.pl;
   if (pr.pl < 0 || pr.pl > pr.K - 1 || pad_right < 0 || pad_right > pr.K - 1) return false;
-  return !want_wb || pr.K > 32;
+  return !want_wb || (pr.K > 32 && pr.K <= kBwdRtRegsMax && tune.allow_rt_regs);
 }
 
 // The flipped kernel of dx_by_forward into wf (C * K elements of W).
