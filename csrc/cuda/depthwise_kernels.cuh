@@ -1486,6 +1486,30 @@ DW_DEV void cf_bwd_fast_ct(const BwdArgs<T, W>& p, const acc_of<T>* xw, const ac
   }
 }
 
+// Run-time K, stride 1, dilation 1: the dx pass, items of V outputs, each the sliding-window
+// correlation of dy with the flipped kernel (ws, padded in front to kp taps).
+// dyj = -p.dlo, nch = p.kp / V (the callers' own).
+template <typename T, typename W, int OFFX>
+DW_DEV void cf_bwd_rt_dx(const BwdArgs<T, W>& p, const acc_of<T>* dys, const acc_of<T>* ws,
+                         T* dxrow, int64_t j0, int dyj, int nch) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  constexpr int OFFD = (V + 1 - OFFX) % V;
+  const int bd = dyj + int(p.pl) - (p.kp - 1);
+  DW_ASSERT(bd >= 0 && (bd - OFFD) % V == 0);
+  const int qd = (bd - OFFD) / V;
+#pragma unroll 1
+  for (int it = 0; it < p.items; ++it) {
+    const int jl = (it * kThreads + int(threadIdx.x)) * V;
+    if (j0 + jl >= p.L) break;
+    A acc[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) acc[i] = A(0);
+    cf_conv_rt<A, V, OFFD>(dys + jl + qd * V, ws, nch, p.kp - p.K, p.kp, acc);
+    cf_store<T, A, V, 1>(dxrow, j0 + jl, p.L, acc, p.dx_vec);
+  }
+}
+
 // Run-time K, stride 1, dilation 1. ws holds the flipped kernel padded in front to kp taps.
 // Three passes over the tile: db, dx (sliding window), dw (V taps per pass, reduced per pass).
 template <typename T, typename W, int ITEMS, int OFFX>
@@ -1494,7 +1518,6 @@ DW_DEV void cf_bwd_fast_rt(const BwdArgs<T, W>& p, const acc_of<T>* xw, const ac
                            int64_t j0) {
   using A = acc_of<T>;
   constexpr int V = vec_of<A>();
-  constexpr int OFFD = (V + 1 - OFFX) % V;
   const int dyj = -p.dlo;
   const int nch = p.kp / V;
   if (p.want_w || p.want_b) {
@@ -1509,21 +1532,7 @@ DW_DEV void cf_bwd_fast_rt(const BwdArgs<T, W>& p, const acc_of<T>* xw, const ac
       for (int i = 0; i < V; ++i) dbacc += dyv[i];
     }
   }
-  if (p.want_x) {
-    const int bd = dyj + int(p.pl) - (p.kp - 1);
-    DW_ASSERT(bd >= 0 && (bd - OFFD) % V == 0);
-    const int qd = (bd - OFFD) / V;
-#pragma unroll 1
-    for (int it = 0; it < p.items; ++it) {
-      const int jl = (it * kThreads + int(threadIdx.x)) * V;
-      if (j0 + jl >= p.L) break;
-      A acc[V];
-#pragma unroll
-      for (int i = 0; i < V; ++i) acc[i] = A(0);
-      cf_conv_rt<A, V, OFFD>(dys + jl + qd * V, ws, nch, p.kp - p.K, p.kp, acc);
-      cf_store<T, A, V, 1>(dxrow, j0 + jl, p.L, acc, p.dx_vec);
-    }
-  }
+  if (p.want_x) cf_bwd_rt_dx<T, W, OFFX>(p, dys, ws, dxrow, j0, dyj, nch);
   if (p.want_w) {
     for (int c = 0; c < nch; ++c) {
       A pdw[V];
@@ -1566,27 +1575,12 @@ DW_DEV void cf_bwd_fast_rt_regs(const BwdArgs<T, W>& p, const acc_of<T>* xw,
                                 acc_of<T>& dbacc, T* dxrow, int64_t j0) {
   using A = acc_of<T>;
   constexpr int V = vec_of<A>();
-  constexpr int OFFD = (V + 1 - OFFX) % V;
   constexpr int NCH = KPT / V;
   constexpr int R = (OFFX + 2 * V - 2) / V + 1;  // window vectors one chunk of taps reads
   static_assert(KPT % V == 0, "whole chunks of taps");
   const int dyj = -p.dlo;
   const int nch = p.kp / V;
-  if (p.want_x) {
-    const int bd = dyj + int(p.pl) - (p.kp - 1);
-    DW_ASSERT(bd >= 0 && (bd - OFFD) % V == 0);
-    const int qd = (bd - OFFD) / V;
-#pragma unroll 1
-    for (int it = 0; it < p.items; ++it) {
-      const int jl = (it * kThreads + int(threadIdx.x)) * V;
-      if (j0 + jl >= p.L) break;
-      A acc[V];
-#pragma unroll
-      for (int i = 0; i < V; ++i) acc[i] = A(0);
-      cf_conv_rt<A, V, OFFD>(dys + jl + qd * V, ws, nch, p.kp - p.K, p.kp, acc);
-      cf_store<T, A, V, 1>(dxrow, j0 + jl, p.L, acc, p.dx_vec);
-    }
-  }
+  if (p.want_x) cf_bwd_rt_dx<T, W, OFFX>(p, dys, ws, dxrow, j0, dyj, nch);
   if (p.want_w || p.want_b) {
 #pragma unroll 1
     for (int it = 0; it < p.items; ++it) {
