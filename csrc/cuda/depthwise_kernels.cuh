@@ -2227,6 +2227,19 @@ __global__ void __launch_bounds__(kThreads) dw_bwd_dw_direct_kernel(const Direct
   }
 }
 
+// wf[c, k] = w[c, K - 1 - k] (contiguous (C, K)): the flipped kernel, with which the backward's
+// dx is the forward of dy (dx_by_forward in depthwise_launch.cuh).
+template <typename W>
+__global__ void __launch_bounds__(kThreads) dw_flip_weights_kernel(const W* w, W* wf, int64_t C,
+                                                                   int64_t K) {
+  const int64_t n = C * K;
+  for (int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * kThreads) {
+    const int64_t c = i / K;
+    wf[i] = w[c * K + (K - 1 - (i - c * K))];
+  }
+}
+
 // Partial sums to add up: n runs, run r holding split[r] consecutive (K + 1) x C partial sums at
 // part[r]. One run per depthwise backward call; several when a caller (the separable backward's
 // batch chunks) defers the reduction of its calls to one launch at the end. fold: set (by the
@@ -2251,19 +2264,6 @@ struct RedRuns {
 // backward (528 splits x 5120 outputs, 40 blocks); 32 outputs x 4 phases per block still 68-110 us.
 constexpr int kRedOut = 8;
 constexpr int kRedPh = kThreads / kRedOut;
-// wf[c, k] = w[c, K - 1 - k] (contiguous (C, K)): the flipped kernel, with which the backward's
-// dx is the forward of dy (dx_by_forward in depthwise_launch.cuh).
-template <typename W>
-__global__ void __launch_bounds__(kThreads) dw_flip_weights_kernel(const W* w, W* wf, int64_t C,
-                                                                   int64_t K) {
-  const int64_t n = C * K;
-  for (int64_t i = blockIdx.x * int64_t(kThreads) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * kThreads) {
-    const int64_t c = i / K;
-    wf[i] = w[c * K + (K - 1 - (i - c * K))];
-  }
-}
-
 template <typename A, typename W>
 __global__ void __launch_bounds__(kThreads) dw_reduce_kernel(const RedRuns<A> runs, int64_t K,
                                                              int64_t C, W* dw, W* db, A* sums) {
