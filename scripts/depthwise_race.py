@@ -37,8 +37,9 @@ def main() -> None:
                 y = sepconv1d.depthwise_conv1d(x, w, b, padding=padding)
                 torch.autograd.grad(y, (x, w, b), torch.randn_like(y))
     # float32 at run-time K on rows past the short-row kernels: the tile backward with its dw
-    # partials in registers (16, 32 and 64 taps), many tiles per block.
-    for length, k, padding in ((4099, 15, "same"), (2560, 33, (32, 0)), (6001, 63, (2, 70))):
+    # partials in registers (16, 32, 64 and 128 taps), many tiles per block.
+    for length, k, padding in ((4099, 15, "same"), (2560, 33, (32, 0)), (6001, 63, (2, 70)),
+                               (3001, 87, "same")):
         x = torch.randn(2, 8, length, device="cuda", requires_grad=True)
         w = torch.randn(8, k, device="cuda", requires_grad=True)
         b = torch.randn(8, device="cuda", requires_grad=True)

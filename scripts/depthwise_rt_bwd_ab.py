@@ -22,7 +22,8 @@ import sepconv1d  # noqa: F401  (registers torch.ops.sepconv1d)
 op = torch.ops.sepconv1d
 CASES = [  # B, C, L, K, dilation (float32, 'same' padding)
     (32, 512, 8192, 63, 1), (32, 512, 8192, 31, 1), (32, 512, 8192, 15, 1), (32, 512, 8192, 7, 1),
-    (32, 512, 835, 87, 2), (32, 512, 835, 63, 1), (32, 512, 4096, 33, 1),
+    (32, 512, 835, 87, 2), (32, 512, 835, 63, 1), (32, 512, 4096, 33, 1), (32, 512, 1670, 75, 1),
+    (32, 512, 4096, 127, 1),
 ]
 VAR = "SEPCONV1D_DW_BWD_RT_REGS"
 VAR_DX = "SEPCONV1D_DW_DX_FORWARD"

@@ -196,14 +196,14 @@ def _check_forward_and_grads(x, weight, bias, left, right, dilation, what):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_BWD_RT_REGS is read by the CUDA kernels")
 @pytest.mark.parametrize("regs,dx_forward", [("1", "1"), ("0", "1"), ("1", "0"), ("0", "0")])
-@pytest.mark.parametrize("kernel_size", [6, 15, 16, 17, 31, 33, 63, 64, 65])
+@pytest.mark.parametrize("kernel_size", [6, 15, 16, 17, 31, 33, 63, 64, 65, 87, 128, 129])
 def test_run_time_kernel_backward_of_long_rows(monkeypatch, kernel_size, regs, dx_forward):
     """float32 rows longer than the short-row kernels take, run-time K: the tile backward, with its
-    dw partials in registers (tiers of 16, 32 and 64 padded taps; K 65 is past them) or per chunk
-    of taps ("0"), and dx from K 10 (alone) or 33 (with dw and db) as the forward of dy with the
-    flipped kernel, or in the fused kernel ("0"; pads past the kernel span always are). Window
-    offsets 0-3 within a vector (the paddings), aligned and odd rows, rows one element into their
-    storage, a ragged last tile."""
+    dw partials in registers (tiers of 16, 32, 64 and 128 padded taps; K 129 is past them) or per
+    chunk of taps ("0"), and dx from K 10 (alone) or 33 to 128 (with dw and db) as the forward of
+    dy with the flipped kernel, or in the fused kernel ("0"; pads past the kernel span always
+    are). Window offsets 0-3 within a vector (the paddings), aligned and odd rows, rows one element
+    into their storage, a ragged last tile."""
     monkeypatch.setenv("SEPCONV1D_DW_BWD_RT_REGS", regs)
     monkeypatch.setenv("SEPCONV1D_DW_DX_FORWARD", dx_forward)
     for i, padding in enumerate(("same", (kernel_size - 1, 0), (1, kernel_size + 4), (6, 2))):

@@ -92,6 +92,11 @@ constexpr int cl_load_unroll(int unroll) {
 constexpr int kCfFwdMinBlocks = 8;
 constexpr int kCfRtMinBlocks = 6;
 constexpr int kCfBwdMinBlocks = 4;
+// The run-time-K CF backward's register tiers (KPT taps of dw partials per thread): three blocks
+// per SM for 64 taps (at four the tier spilled), two for 128.
+constexpr int cf_bwd_min_blocks(int kpt) {
+  return kpt > 64 ? 2 : kpt > 32 ? kCfBwdMinBlocks - 1 : kCfBwdMinBlocks;
+}
 constexpr int kClFwdMinBlocks = 4;
 constexpr int kClBwdMinBlocks = 4;
 
@@ -1679,7 +1684,7 @@ DW_DEV void cf_bwd_general(const BwdArgs<T, W>& p, const acc_of<T>* xs, const ac
 // K_ > 0: compiled K. K_ == 0: run-time K, with dw / db partials in KPT registers where KPT > 0
 // (cf_bwd_fast_rt_regs; the host takes it for stride 1, dilation 1, kp <= KPT), else per pass.
 template <typename T, typename W, int K_, int ITEMS, int KPT = 0>
-__global__ void __launch_bounds__(kThreads, KPT > 32 ? kCfBwdMinBlocks - 1 : kCfBwdMinBlocks)
+__global__ void __launch_bounds__(kThreads, cf_bwd_min_blocks(KPT))
     dw_bwd_cf_kernel(const BwdArgs<T, W> p) {
   using A = acc_of<T>;
   constexpr int V = vec_of<A>();

@@ -102,8 +102,8 @@ struct Tuning {
 enum class Path { CF, CL, Direct };
 
 // Longest padded kernel (kp) whose dw partials the run-time-K CF backward keeps in registers
-// (tiers of 16, 32 and 64 taps; longer kernels reduce each chunk of V taps per tile).
-constexpr int64_t kBwdRtRegsMax = 64;
+// (tiers of 16, 32, 64 and 128 taps; longer kernels reduce each chunk of V taps per tile).
+constexpr int64_t kBwdRtRegsMax = 128;
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }  // a >= 0, b > 0
 inline int64_t floor_div(int64_t a, int64_t b) {                           // b > 0
@@ -1092,10 +1092,10 @@ void reduce_runs(const RedRuns<A>& runs, int64_t K, int64_t C, W* dw, W* db, cud
 // more than a second read of dy costs. H100, float32 B32 C512 (csrc/NOTES.md, fifty-ninth
 // session), dx alone, fused -> forward: L8192 K63 1055 -> 451 us, K31 695 -> 426, K15 544 -> 416,
 // K7 456 -> 456 (so from K 10); with dw and db beside it, where their partials are in registers
-// (K 33-64): all three at L8192 K63 1903 -> 1352, L4096 K33 697 -> 624, L835 K63 294 -> 290; not
-// at K <= 32 (L8192 K31 1035 either way) nor past 64 taps (the phase rows of K87 d2 821 -> 878:
-// the fused kernel's one pass over dy and x then beats two). Half types reach the tile kernels
-// only without the tensor-core kernel: not taken.
+// (K 33-128): all three at L8192 K63 1903 -> 1352, L4096 K33 697 -> 624, L835 K63 294 -> 290; not
+// at K <= 32 (L8192 K31 1035 either way). Past the register tiers the fused kernel's one pass
+// over dy and x beats two (the phase rows of K87 d2 with dw / db per chunk of taps: 821 -> 878).
+// Half types reach the tile kernels only without the tensor-core kernel: not taken.
 template <typename T>
 bool dx_by_forward(const Problem& pr, bool want_wb, const Tuning& tune) {
   if (!std::is_same_v<T, float> || !tune.allow_dx_forward) return false;
@@ -1380,13 +1380,15 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
         constexpr int KC = decltype(kc)::value;
         constexpr int IT = cf_bwd_items<T>();
         // Run-time K with float accumulation: the dw partials in registers where kp fits a tier
-        // (dx alone keeps the leaner kernel: the tiers hold up to 166 registers).
+        // (dx alone keeps the leaner kernel: the tiers hold up to 222 registers).
         if constexpr (KC == 0 && std::is_same_v<A, float>) {
           if (fast && want_w && tune.allow_rt_regs && kp <= kBwdRtRegsMax) {
             if (kp <= 16) {
               launch(&dw_bwd_cf_kernel<T, W, 0, IT, 16>);
             } else if (kp <= 32) {
               launch(&dw_bwd_cf_kernel<T, W, 0, IT, 32>);
+            } else if (kp <= 64) {
+              launch(&dw_bwd_cf_kernel<T, W, 0, IT, 64>);
             } else {
               launch(&dw_bwd_cf_kernel<T, W, 0, IT, kBwdRtRegsMax>);
             }

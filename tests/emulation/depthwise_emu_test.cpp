@@ -776,11 +776,11 @@ int main_impl(int argc, char** argv) {
       }
     }
     // The run-time-K CF tile backward with its dw partials in registers (float accumulation,
-    // tiers of 16, 32 and 64 padded taps) against the per-chunk form: K around the tiers' ends,
+    // tiers of 16, 32, 64 and 128 padded taps) against the per-chunk form: K around the tiers' ends,
     // every window offset, pads beyond the span, rows of one to several tiles, capped grids
     // (blocks walking tiles and rows, partials carried across them), dw alone, dx alone, all.
     {
-      const int64_t rks[] = {1, 2, 6, 13, 16, 17, 29, 32, 33, 47, 61, 64, 65};
+      const int64_t rks[] = {1, 2, 6, 13, 16, 17, 29, 32, 33, 47, 61, 64, 65, 87, 128, 129};
       const int64_t rlens[] = {300, 2049, 4500, 37, 1031};
       const int rkinds[] = {L_CFAL, L_CF, L_CFPAD};
       const int rtypes[] = {0, 1, 5};  // float32; bf16 and fp16 with float32 weights, tensor cores off
@@ -813,10 +813,10 @@ int main_impl(int argc, char** argv) {
       }
     }
     // float32 dx as the forward of dy with the flipped kernel (dx_by_forward): K from 10 with dx
-    // alone, past 32 beside dw / db; pads 'same', causal, anti-causal, full and uneven; rows
+    // alone, 33 to 128 beside dw / db; pads 'same', causal, anti-causal, full and uneven; rows
     // shorter than the kernel; views one element in and padded rows; dx alone, dx and db, all.
     {
-      const int64_t fks[] = {10, 17, 33, 40, 63, 64, 65, 70};
+      const int64_t fks[] = {10, 17, 33, 40, 63, 64, 65, 70, 87, 128, 129};
       const int64_t flens[] = {2100, 3001, 300, 61, 4500};
       const int fkinds[] = {L_CF, L_CFAL, L_CFPAD};
       int fi = 0;
