@@ -1092,10 +1092,12 @@ void reduce_runs(const RedRuns<A>& runs, int64_t K, int64_t C, W* dw, W* db, cud
 // more than a second read of dy costs. H100, float32 B32 C512 (csrc/NOTES.md, fifty-ninth
 // session), dx alone, fused -> forward: L8192 K63 1055 -> 451 us, K31 695 -> 426, K15 544 -> 416,
 // K7 456 -> 456 (so from K 10); with dw and db beside it, where their partials are in registers
-// (K 33-128): all three at L8192 K63 1903 -> 1352, L4096 K33 697 -> 624, L835 K63 294 -> 290; not
-// at K <= 32 (L8192 K31 1035 either way). Past the register tiers the fused kernel's one pass
-// over dy and x beats two (the phase rows of K87 d2 with dw / db per chunk of taps: 821 -> 878).
-// Half types reach the tile kernels only without the tensor-core kernel: not taken.
+// (K 33-128): all three at L8192 K63 1903 -> 1352, L4096 K33 697 -> 624, L835 K63 294 -> 290,
+// L1670 K75 674 -> 615, L4096 K127 1822 -> 1274 (sixtieth session; the phase rows of K87 d2 read
+// 650 against 642, kept for one rule); not at K <= 32 (L8192 K31 1035 either way). Past the
+// register tiers the fused kernel's one pass over dy and x beats two (the phase rows of K87 d2
+// with dw / db per chunk of taps: 821 -> 878). Half types reach the tile kernels only without the
+// tensor-core kernel: not taken.
 template <typename T>
 bool dx_by_forward(const Problem& pr, bool want_wb, const Tuning& tune) {
   if (!std::is_same_v<T, float> || !tune.allow_dx_forward) return false;
