@@ -1382,7 +1382,7 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
         constexpr int KC = decltype(kc)::value;
         constexpr int IT = cf_bwd_items<T>();
         // Run-time K with float accumulation: the dw partials in registers where kp fits a tier
-        // (dx alone keeps the leaner kernel: the tiers hold up to 222 registers).
+        // (dx alone keeps the leaner kernel: the tiers hold up to 230 registers).
         if constexpr (KC == 0 && std::is_same_v<A, float>) {
           if (fast && want_w && tune.allow_rt_regs && kp <= kBwdRtRegsMax) {
             if (kp <= 16) {
