@@ -714,7 +714,14 @@ struct FwdArgs {
   int64_t ntiles;     // tiles per row (CF) / per (b, group) (CL); warp items per row (CF reg);
                       // position chunks per batch (CL reg)
   int64_t total;      // CF: B*C*ntiles work items; CL: B*ntiles work items per channel group
+                      // (CF run-time K with row groups: blocks of `rows` rows)
   int64_t split;      // CL: blocks per channel group
+  // CF run-time K (dw_fwd_cf_rt_kernel), rows that fit one tile of a few threads' items: `rows`
+  // row groups per block of `group` threads each, `gstride` shared elements apart. rows == 1: one
+  // tile of one row per block, all kThreads threads.
+  int rows = 1;
+  int group = kThreads;
+  int gstride = 0;
 };
 
 template <typename T, typename W>
@@ -1118,23 +1125,24 @@ DW_DEV void cf_rt_store_unit(A* xs, int v, int sh, const T* r) {
   }
 }
 
-// One pass over units v0, v0 + kThreads, ... (UNR of them, those below n) of an x tile whose
-// units are 16-byte aligned: units [vlo, vhi) lie wholly inside the row and are loaded, the
+// One pass over units v0, v0 + nthr, ... (UNR of them, those below n) of an x tile whose units
+// are 16-byte aligned (nthr: the threads loading the tile, a multiple of 8, so units nthr apart
+// are whole gap groups apart): units [vlo, vhi) lie wholly inside the row and are loaded, the
 // others are stored as zeros. All loads are issued before the first store; addresses are one
-// base pointer plus constants.
+// base pointer plus multiples of the thread stride.
 template <typename T, typename A, int G, int UNR, bool DENSE>
-DW_DEV void cf_rt_load_pass(const TileSrc<T, A>& t, int v0, int n, int vlo, int vhi, int sh) {
+DW_DEV void cf_rt_load_pass(const TileSrc<T, A>& t, int v0, int n, int vlo, int vhi, int sh, int nthr) {
   constexpr int V = vec_of<A>();
   constexpr int N = G * V;
-  static_assert(kThreads * G % kCfRtGap == 0, "units kThreads apart are whole gap groups apart");
-  constexpr int kSlotStep = cf_rt_off<DENSE>(kThreads * G);  // slots between units kThreads apart
-  const T* src = t.src + (t.a0 + int64_t(v0) * N);           // may point before the row: never read
+  static_assert(8 * G % kCfRtGap == 0, "units 8 threads apart are whole gap groups apart");
+  const int slot_step = cf_rt_off<DENSE>(nthr * G);     // slots between units nthr apart
+  const T* src = t.src + (t.a0 + int64_t(v0) * N);      // may point before the row: never read
   T r[UNR][N];
 #pragma unroll
   for (int u = 0; u < UNR; ++u) {
-    const int v = v0 + u * kThreads;
+    const int v = v0 + u * nthr;
     if (unsigned(v - vlo) < unsigned(vhi - vlo)) {
-      gload_raw<T, N>(src + u * kThreads * N, r[u]);
+      gload_raw<T, N>(src + int64_t(u) * nthr * N, r[u]);
     } else {
 #pragma unroll
       for (int e = 0; e < N; ++e) r[u][e] = zero_of<T>();
@@ -1145,13 +1153,13 @@ DW_DEV void cf_rt_load_pass(const TileSrc<T, A>& t, int v0, int n, int vlo, int 
   for (int q = 0; q < G; ++q) slot[q] = cf_rt_slot<DENSE>(v0 * G + q, sh);
 #pragma unroll
   for (int u = 0; u < UNR; ++u) {
-    if (v0 + u * kThreads < n) {
+    if (v0 + u * nthr < n) {
 #pragma unroll
       for (int q = 0; q < G; ++q) {
         A cv[V];
 #pragma unroll
         for (int e = 0; e < V; ++e) cv[e] = A(in_cvt(r[u][q * V + e]));
-        sstore<A, V>(t.s + (slot[q] + u * kSlotStep) * V, cv);
+        sstore<A, V>(t.s + (slot[q] + u * slot_step) * V, cv);
       }
     }
   }
@@ -1161,15 +1169,15 @@ DW_DEV void cf_rt_load_pass(const TileSrc<T, A>& t, int v0, int n, int vlo, int 
 // tile by cp.async (no registers, no conversion), the others are stored as zeros. The caller waits
 // for the copies.
 template <typename A, int UNR>
-DW_DEV void cf_rt_copy_pass(const TileSrc<A, A>& t, int v0, int vlo, int vhi) {
+DW_DEV void cf_rt_copy_pass(const TileSrc<A, A>& t, int v0, int vlo, int vhi, int nthr) {
   constexpr int V = vec_of<A>();
   const A* src = t.src + (t.a0 + int64_t(v0) * V);  // may point before the row: never read
   const SharedAddr dst = dw_shared_addr(t.s + v0 * V);
 #pragma unroll
   for (int u = 0; u < UNR; ++u) {
-    const int v = v0 + u * kThreads;
+    const int v = v0 + u * nthr;
     if (unsigned(v - vlo) < unsigned(vhi - vlo)) {
-      dw_cp_async16(dst + u * kThreads * 16, src + u * kThreads * V);
+      dw_cp_async16(dst + u * nthr * 16, src + int64_t(u) * nthr * V);
     } else if (v < t.n) {
       A z[V];
 #pragma unroll
@@ -1184,8 +1192,9 @@ DW_DEV void cf_rt_copy_pass(const TileSrc<A, A>& t, int v0, int vlo, int vhi) {
 // wholly before the row, wholly inside it, or (the ragged last unit when len % N != 0) across
 // its end; the passes load the inside units, and the thread that stored the ragged unit as zeros
 // reloads it element by element. Other rows (padded form only): checked per-element loads.
+// tid / nthr: the thread among the nthr that load this tile.
 template <typename T, typename A, int G, int UNR, bool DENSE>
-DW_DEV void cf_rt_load_x(const TileSrc<T, A>& t, int sh) {
+DW_DEV void cf_rt_load_x(const TileSrc<T, A>& t, int sh, int tid, int nthr) {
   constexpr int V = vec_of<A>();
   constexpr int N = G * V;
   const int n = t.n / G;
@@ -1196,34 +1205,34 @@ DW_DEV void cf_rt_load_x(const TileSrc<T, A>& t, int sh) {
     const int64_t hi = (t.len - t.a0) / N;
     const int vlo = int(lo < n ? lo : n);
     const int vhi = int(hi < vlo ? vlo : (hi < n ? hi : n));
-    for (int v0 = threadIdx.x; v0 < n; v0 += kThreads * UNR) {
+    for (int v0 = tid; v0 < n; v0 += nthr * UNR) {
       if constexpr (DENSE) {
-        cf_rt_copy_pass<A, UNR>(t, v0, vlo, vhi);
+        cf_rt_copy_pass<A, UNR>(t, v0, vlo, vhi, nthr);
       } else {
-        cf_rt_load_pass<T, A, G, UNR, DENSE>(t, v0, n, vlo, vhi, sh);
+        cf_rt_load_pass<T, A, G, UNR, DENSE>(t, v0, n, vlo, vhi, sh, nthr);
       }
     }
     if constexpr (DENSE) {
       dw_cp_commit();
       dw_cp_wait<0>();
     }
-    if (t.len % N != 0 && vhi < n && int(threadIdx.x) == vhi % kThreads) {
+    if (t.len % N != 0 && vhi < n && tid == vhi % nthr) {
       T r[N];
       cf_fetch<T, A, V, G>(t, vhi, false, r);  // elements past len are zeros
       cf_rt_store_unit<T, A, G, DENSE>(t.s, vhi, sh, r);
     }
   } else {
     constexpr int UNR_EDGE = 2;
-    for (int v0 = threadIdx.x; v0 < n; v0 += kThreads * UNR_EDGE) {
+    for (int v0 = tid; v0 < n; v0 += nthr * UNR_EDGE) {
       T r[UNR_EDGE][N];
 #pragma unroll
       for (int u = 0; u < UNR_EDGE; ++u) {
-        const int v = v0 + u * kThreads;
+        const int v = v0 + u * nthr;
         cf_fetch<T, A, V, G>(t, v < n ? v : n - 1, false, r[u]);
       }
 #pragma unroll
       for (int u = 0; u < UNR_EDGE; ++u) {
-        if (v0 + u * kThreads < n) cf_rt_store_unit<T, A, G, DENSE>(t.s, v0 + u * kThreads, sh, r[u]);
+        if (v0 + u * nthr < n) cf_rt_store_unit<T, A, G, DENSE>(t.s, v0 + u * nthr, sh, r[u]);
       }
     }
   }
@@ -1346,12 +1355,12 @@ DW_DEV void cf_rt_conv(const A* xp, const A* wp, int K, A bias, A (&acc)[NOUT]) 
   cf_rt_tail<A, V, R, DENSE, OFF, NOUT>(xp, wp, kleft, win, wb, acc);
 }
 
-// The thread's items of the tile: outputs ytile[jl .. jl + NOUT) with jl < nout (the outputs of
-// the tile that exist), ytile = the tile's first output. Few values live across the items: the
-// loop runs at the register cap.
+// The items of thread tid of the p.group that share the tile: outputs ytile[jl .. jl + NOUT) with
+// jl < nout (the outputs of the tile that exist), ytile = the tile's first output. Few values live
+// across the items: the loop runs at the register cap.
 template <typename T, typename W, int OFF, bool DENSE>
 DW_DEV void cf_rt_items(const FwdArgs<T, W>& p, const acc_of<T>* xs, const acc_of<T>* ws, int sh,
-                        acc_of<T> bv, T* ytile, int nout) {
+                        acc_of<T> bv, T* ytile, int nout, int tid) {
   using A = acc_of<T>;
   constexpr int V = vec_of<A>();
   constexpr int G = gvec_of<T>();
@@ -1359,7 +1368,7 @@ DW_DEV void cf_rt_items(const FwdArgs<T, W>& p, const acc_of<T>* xs, const acc_o
   constexpr int NOUT = cf_rt_item<T, DENSE>();
   static_assert(NOUT % N == 0, "items are whole store groups");
 #pragma unroll 1
-  for (int jl = int(threadIdx.x) * NOUT; jl < nout; jl += kThreads * NOUT) {
+  for (int jl = tid * NOUT; jl < nout; jl += p.group * NOUT) {  // p.group: a parameter, no register
     A acc[NOUT];
     if constexpr (!DENSE) {
 #pragma unroll
@@ -1388,34 +1397,51 @@ __global__ void __launch_bounds__(kThreads, kCfRtMinBlocks)
   DW_ASSERT(p.fast);
   DW_ASSERT(!DENSE || p.x_vec == kVecGroup);
   const int sh = p.off / V;
-  A* xs = smem_base<A>();
+  // Row groups (p.rows > 1): group g of p.group threads (a multiple of 8: a quarter warp's window
+  // reads stay in one group) takes row w * p.rows + g of block item w, in its own tile and weights
+  // p.gstride elements further (a multiple of 8 vectors: the conflict-free bank pattern carries
+  // over); threads past rows * group only keep the barriers. One group: the whole block.
+  const int nthr = p.group;
+  const int g = int(threadIdx.x) / nthr;
+  const int t = int(threadIdx.x) - g * nthr;
+  A* xs = smem_base<A>() + int64_t(g < p.rows ? g : 0) * p.gstride;
   A* ws = xs + (cf_rt_slot<DENSE>(p.nsm - 1, sh) + 1) * V;
+  const int64_t nrows = p.B * p.C;
   for (int64_t w = blockIdx.x; w < p.total; w += gridDim.x) {
-    const int64_t row = udiv(w, p.ntiles);
-    const int64_t n = w - row * p.ntiles;
+    int64_t row, n;
+    if (p.rows > 1) {
+      row = w * p.rows + g;
+      n = 0;
+    } else {
+      row = udiv(w, p.ntiles);
+      n = w - row * p.ntiles;
+    }
+    const bool live = g < p.rows && row < nrows;
+    if (!live) row = 0;  // a valid row for the address maths; nothing is read or written
     const int64_t b = udiv(row, p.C);
     const int64_t c = row - b * p.C;
     const int64_t j0 = n * p.tile;
     const int64_t a0 = j0 - p.pl - p.off;  // multiple of G*V
     // Weight slot t, the bias and the x tile are fetched before any of them is stored: one
-    // memory round trip per tile (kernels longer than kThreads - V taps load the rest after).
+    // memory round trip per tile (kernels longer than nthr - V taps load the rest after).
     const int nw = p.kp + V;
-    const int t = int(threadIdx.x);
-    const A wt = t < p.K ? A(in_cvt(p.w[c * p.K + t])) : A(0);
-    const A bv = p.bias ? A(in_cvt(p.bias[c])) : A(0);
+    const A wt = live && t < p.K ? A(in_cvt(p.w[c * p.K + t])) : A(0);
+    const A bv = live && p.bias ? A(in_cvt(p.bias[c])) : A(0);
     __syncthreads();  // the previous tile's readers are done with xs / ws
-    {
+    if (live) {
       const TileSrc<T, A> tx{xs, p.x + b * p.xsb + c * p.xsc, a0, p.L, p.nsm, p.x_vec};
-      cf_rt_load_x<T, A, G, (kCfRtLoadUnroll + G - 1) / G, DENSE>(tx, sh);
+      cf_rt_load_x<T, A, G, (kCfRtLoadUnroll + G - 1) / G, DENSE>(tx, sh, t, nthr);
+      if (t < nw) ws[t] = wt;
+      for (int m = t + nthr; m < nw; m += nthr) ws[m] = m < p.K ? A(in_cvt(p.w[c * p.K + m])) : A(0);
     }
-    if (t < nw) ws[t] = wt;
-    for (int m = t + kThreads; m < nw; m += kThreads) ws[m] = m < p.K ? A(in_cvt(p.w[c * p.K + m])) : A(0);
     __syncthreads();
-    T* ytile = p.y + b * p.ysb + c * p.ysc + j0;  // j0 is a multiple of the group: alignment kept
-    const int nout = int(p.Lo - j0 < p.tile ? p.Lo - j0 : p.tile);
-    with_offset<V>(p.off & (V - 1), [&](auto o) {
-      cf_rt_items<T, W, decltype(o)::value, DENSE>(p, xs, ws, sh, bv, ytile, nout);
-    });
+    if (live) {
+      T* ytile = p.y + b * p.ysb + c * p.ysc + j0;  // j0 is a multiple of the group: alignment kept
+      const int nout = int(p.Lo - j0 < p.tile ? p.Lo - j0 : p.tile);
+      with_offset<V>(p.off & (V - 1), [&](auto o) {
+        cf_rt_items<T, W, decltype(o)::value, DENSE>(p, xs, ws, sh, bv, ytile, nout, t);
+      });
+    }
   }
 }
 

@@ -77,6 +77,8 @@ struct Tuning {
   int64_t max_grid = INT_MAX;     // cap on grid size (tests force the grid-stride loops)
   int64_t force_split = 0;        // > 0: blocks per channel (group) in split kernels
   bool allow_rt_dense = true;     // the run-time-K CF forward's dense form (long float kernels)
+  int rt_rows = -1;               // the run-time-K CF forward's row groups (rt_row_group): -1
+                                  // wherever a row is at most kThreads / 2 items, 0 never
   bool allow_rt_regs = true;      // the run-time-K CF backward's dw partials in registers (float
                                   // accumulation, kp <= kBwdRtRegsMax)
   bool allow_dx_forward = true;   // the backward's dx as a forward of dy (dx_by_forward)
@@ -213,6 +215,14 @@ int64_t resident_blocks(Kern kern, size_t smem, int device, int fallback) {
   }
   return it->second;
 #endif
+}
+
+// Threads per row group of the run-time-K CF forward (dw_fwd_cf_rt_kernel) for rows of
+// row_items items: the items rounded up to whole quarter warps where at least two such groups fit
+// a block (Tuning::rt_rows), else kThreads (one row's tile per block).
+inline int64_t rt_row_group(int64_t row_items, const Tuning& tune) {
+  if (tune.rt_rows == 0 || row_items > kThreads / 2) return kThreads;
+  return ceil_div(row_items, 8) * 8;
 }
 
 // Calls f(IC<K>{}) with K in {3, 4, 5, 9} when a compiled kernel exists and applies, else
@@ -910,13 +920,21 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
       // groups of N; the last item of a tile may be partial). Item m's window starts at tile vector
       // sh + cf_rt_vecs() * m (sh = off / V) and reads kp / V + R - 1 vectors (the ring's
       // prefetch); weights kp + V.
+      // Rows of at most kThreads / 2 items (rt_row_groups): row groups, each row one tile of its
+      // own, as many groups of whole quarter warps per block as fit (one row per block left most of
+      // the block idle: QuartzNet-block's L835 K63 float32 rows are 53 items, csrc/NOTES.md,
+      // sixty-first session).
       if constexpr (KC == 0) {
         const auto launch_rt = [&](auto dense_c) {
           constexpr bool DENSE = decltype(dense_c)::value;
           constexpr int NOUT = cf_rt_item<T, DENSE>();
           const int64_t per_item = int64_t(kThreads) * NOUT;
+          const int64_t row_items = ceil_div(pr.Lo, NOUT);
+          const int64_t group = rt_row_group(row_items, tune);
           int64_t tile;
-          if constexpr (DENSE) {
+          if (group < kThreads) {
+            tile = ceil_div(pr.Lo, N) * N;  // the row, whole groups of N (items may be partial)
+          } else if constexpr (DENSE) {
             const int64_t tiles = ceil_div(pr.Lo, per_item * kCfRtItems);
             tile = ceil_div(ceil_div(pr.Lo, tiles), N) * N;
           } else {
@@ -928,19 +946,27 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
           const int64_t nvec = sh + last_item * cf_rt_vecs<DENSE>() + kp / V + kCfRtRingMax - 1;
           const int64_t nsm = ceil_div(nvec, G) * G;
           const int64_t slots = cf_rt_slot<DENSE>(int(nsm) - 1, sh) + 1;
-          const int64_t smem = (slots * V + kp + V) * int64_t(sizeof(A));
+          // One group's x tile and weights, whole blocks of 8 vectors (the next group's bank
+          // pattern is the first's).
+          const int64_t gstride = ceil_div(slots * V + kp + V, 8 * V) * 8 * V;
+          const int64_t rows = kThreads / group;
+          const int64_t smem =
+              (rows > 1 ? rows * gstride : slots * V + kp + V) * int64_t(sizeof(A));
           if (smem > limit) return;
           a.items = int(ceil_div(tile, per_item));
           a.tile = int(tile);
           a.off = off;
           a.nsm = int(nsm);
           a.ntiles = ceil_div(pr.Lo, tile);
-          a.total = pr.B * pr.C * a.ntiles;
+          a.rows = int(rows);
+          a.group = int(group);
+          a.gstride = rows > 1 ? int(gstride) : 0;
+          a.total = rows > 1 ? ceil_div(pr.B * pr.C, rows) : pr.B * pr.C * a.ntiles;
           const int64_t grid = clamp64(a.total, 1, std::min<int64_t>(tune.max_grid, INT_MAX));
           auto kern = &dw_fwd_cf_rt_kernel<T, W, DENSE>;
           prepare_kernel(kern, smem, dev.device);
           DW_LAUNCH(kern, grid, size_t(smem), stream, a);
-          DW_CHECK_LAUNCH("dw_fwd_cf_rt_kernel");
+          DW_CHECK_LAUNCH(rows > 1 ? "dw_fwd_cf_rt_kernel/rows" : "dw_fwd_cf_rt_kernel");
           launched = true;
         };
         if (fast) {

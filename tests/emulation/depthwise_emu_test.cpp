@@ -775,6 +775,50 @@ int main_impl(int argc, char** argv) {
         run(cs, idx % 4 == 3 ? 3 : 0);  // float64 every fourth case
       }
     }
+    // Row groups of the run-time-K CF forward (rows of at most 64 items, several rows per block,
+    // each group a multiple of 8 threads with its own tile and weights): row counts that leave the
+    // last block's groups partly empty, capped grids (blocks walking row blocks), rows of 1 item
+    // to 64 (group of 8 to 64 threads), every access level, both forms (dense on aligned rows from
+    // K 40), float64 and the half types without tensor cores; against the same case with one row
+    // per block (rt_rows = 0), which must take the other form.
+    {
+      const int64_t gks[] = {10, 17, 33, 40, 44, 63, 64, 87, 129};
+      const int64_t glens[] = {835, 418, 8, 100, 1023, 257, 1281, 33, 640, 1029};
+      const int gkinds[] = {L_CF, L_CFAL, L_CFPAD, L_CFAL, L_CF};
+      const int gtypes[] = {0, 0, 3, 1, 5};  // float32, float64, bf16 / fp16 with float32 weights
+      int gi = 0;
+      for (int64_t K : gks) {
+        for (int rep = 0; rep < 4; ++rep, ++gi) {
+          const int64_t L = glens[gi % 10];
+          int64_t pl = 0, pr = 0;
+          switch (gi % 4) {
+            case 0: pl = (K - 1) / 2; pr = K / 2; break;
+            case 1: pl = K - 1; break;
+            case 2: pl = gi % 8; pr = gi % 5; break;
+            default: pl = K + 1 + gi % 3; pr = 2; break;
+          }
+          pr = std::max(pr, K - L - pl);
+          Case cs{1 + gi % 3, 3 + 2 * (gi % 7), L, K, 1, 1, pl, pr, gi % 3 != 1, gkinds[gi % 5],
+                  gkinds[(gi + 1) % 5], gi % 4 == 2 ? 1 : 0, 0, Tuning{}};
+          cs.tune.allow_tc = false;
+          if (gi % 3 == 2) cs.tune.max_grid = 2;
+          cs.grads = 1;
+          const int64_t Lo = L + pl + pr - K + 1;
+          // Items are 4 vectors (padded form: 16 outputs, float64 8) or 5 (dense: 20, float64
+          // 10); the row groups take rows of at most 64 items.
+          const int ty = gtypes[gi % 5];
+          const int64_t vo = ty == 3 ? 2 : 4;
+          cs.expect_fwd = Lo <= 64 * 4 * vo   ? "dw_fwd_cf_rt_kernel/rows"
+                          : Lo > 64 * 5 * vo ? "dw_fwd_cf_rt_kernel "
+                                             : "dw_fwd_cf_rt_kernel";
+          run(cs, ty);
+          Case one = cs;
+          one.tune.rt_rows = 0;
+          one.expect_fwd = "dw_fwd_cf_rt_kernel ";
+          run(one, ty);
+        }
+      }
+    }
     // The run-time-K CF tile backward with its dw partials in registers (float accumulation,
     // tiers of 16, 32, 64 and 128 padded taps) against the per-chunk form: K around the tiers' ends,
     // every window offset, pads beyond the span, rows of one to several tiles, capped grids

@@ -1,0 +1,87 @@
+"""A/B of the run-time-K channel-first forward's row groups (SEPCONV1D_DW_RT_ROWS, default on:
+rows of at most 64 items share a block, several rows per block) against one row per block ("0"),
+in one process: the depthwise forward, dx (the forward of dy with the flipped kernel from K 33),
+and the separable TF32 forward + backward, whose backward recomputes h with this forward. A
+device-to-device copy of the forward's bytes (x read, y written) is the bandwidth floor.
+
+Times are triton.testing.do_bench medians (25 warm-up, 200 ms of calls) over three rotating input
+sets. Correctness is the test suite's job (test_run_time_kernel_forward_of_short_rows).
+
+    python3 -P scripts/depthwise_rt_rows_ab.py      # JSON to $OUT/depthwise_rt_rows_ab.json (default .)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import torch
+import triton.testing
+
+import sepconv1d
+
+op = torch.ops.sepconv1d
+CASES = [  # B, C, L, K, dilation (float32, 'same' padding)
+    (32, 512, 835, 63, 1), (32, 512, 835, 87, 2), (32, 512, 835, 33, 1), (32, 512, 1024, 63, 1),
+    (32, 512, 418, 44, 1), (32, 1024, 250, 33, 1), (128, 512, 210, 41, 1), (32, 512, 8192, 63, 1),
+]
+VAR = "SEPCONV1D_DW_RT_ROWS"
+
+
+def bench(fn) -> float:
+    return round(triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median") * 1e3, 1)
+
+
+def main() -> None:
+    torch.backends.cudnn.allow_tf32 = True
+    out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
+           "unit": "us", "cases": []}
+    for B, C, L, K, d in CASES:
+        pl = d * (K - 1) // 2
+        pr = d * (K - 1) - pl
+        xs = [torch.randn(B, C, L, device="cuda") for _ in range(3)]
+        w = torch.randn(C, K, device="cuda")
+        ys = [torch.empty_like(xs[0]) for _ in range(3)]
+        gs = [torch.randn_like(op.depthwise_conv1d(xs[0], w, None, 1, pl, pr, d)) for _ in range(3)]
+        pw = torch.randn(C, C, device="cuda") / C ** 0.5
+        sx = [x.clone().requires_grad_(True) for x in xs]
+        sw = w.clone().requires_grad_(True)
+        spw = pw.clone().requires_grad_(True)
+        turn = [0]
+
+        def nxt() -> int:
+            turn[0] = (turn[0] + 1) % 3
+            return turn[0]
+
+        def fwd():
+            j = nxt()
+            return op.depthwise_conv1d(xs[j], w, None, 1, pl, pr, d)
+
+        def dx():
+            j = nxt()
+            return op.depthwise_conv1d_backward(gs[j], xs[j], w, 1, pl, pr, d, True, False, False)
+
+        def sep():
+            j = nxt()
+            y = sepconv1d.separable_conv1d(sx[j], sw, spw, padding=(pl, pr), dilation=d)
+            return torch.autograd.grad(y, (sx[j], sw, spw), gs[j])
+
+        def copy():
+            j = nxt()
+            ys[j].copy_(xs[j])
+
+        row = {"B": B, "C": C, "L": L, "K": K, "dilation": d, "copy": bench(copy)}
+        for name, fn in (("fwd", fwd), ("dx", dx), ("sep_tf32_fwd_bwd", sep)):
+            for groups in ("1", "0"):
+                os.environ[VAR] = groups
+                row[name if groups == "1" else name + "_one_row"] = bench(fn)
+        os.environ.pop(VAR, None)
+        print(json.dumps(row), flush=True)
+        out["cases"].append(row)
+        del xs, ys, gs, sx
+    with open(os.path.join(os.environ.get("OUT", "."), "depthwise_rt_rows_ab.json"), "w") as f:
+        json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
