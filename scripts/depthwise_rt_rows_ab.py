@@ -1,6 +1,6 @@
-"""A/B of the run-time-K channel-first forward's row groups (SEPCONV1D_DW_RT_ROWS, default on:
-rows of at most 64 items share a block, several rows per block) against one row per block ("0"),
-in one process: the depthwise forward, dx (the forward of dy with the flipped kernel from K 33),
+"""A/B of the run-time-K channel-first forward's row groups wherever they fit (SEPCONV1D_DW_RT_ROWS=1:
+rows of at most 64 items, several rows per block) against one row per block ("0"), in one process
+(the default rule, dwk::rt_row_group, was read off this table): the depthwise forward, dx (the forward of dy with the flipped kernel from K 33),
 and the separable TF32 forward + backward, whose backward recomputes h with this forward. A
 device-to-device copy of the forward's bytes (x read, y written) is the bandwidth floor.
 
@@ -72,7 +72,7 @@ def main() -> None:
 
         row = {"B": B, "C": C, "L": L, "K": K, "dilation": d, "copy": bench(copy)}
         for name, fn in (("fwd", fwd), ("dx", dx), ("sep_tf32_fwd_bwd", sep)):
-            for groups in ("1", "0"):
+            for groups in ("1", "0"):  # columns `name` and `name`_one_row
                 os.environ[VAR] = groups
                 row[name if groups == "1" else name + "_one_row"] = bench(fn)
         os.environ.pop(VAR, None)

@@ -218,17 +218,20 @@ def test_run_time_kernel_backward_of_long_rows(monkeypatch, kernel_size, regs, d
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_RT_ROWS is read by the CUDA kernels")
-@pytest.mark.parametrize("row_groups", ["1", "0"])
+@pytest.mark.parametrize("row_groups", ["1", "0", None])
 @pytest.mark.parametrize("kernel_size", [33, 40, 63, 87, 129])
 @pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[1], DTYPES[4]], ids=dtype_pair_id)
 def test_run_time_kernel_forward_of_short_rows(monkeypatch, dtypes, kernel_size, row_groups):
     """Rows too long for the short-row kernels' K but at most 64 items of the run-time-K tile
-    forward: several rows per block, each group of threads its own row ("1"), or one row per block
-    ("0"). Forward and gradients (dx runs as this forward of dy from K 33) against float64: row
+    forward: several rows per block, each group of threads its own row, wherever they fit ("1";
+    the default, None, takes them where they measured faster), or one row per block ("0"). Forward and gradients (dx runs as this forward of dy from K 33) against float64: row
     counts that leave the last block's groups partly empty, rows of 1 to 64 items (the group sizes),
     16-byte aligned rows of float32 (the dense form from K 40), odd and sliced rows, pads past the
     kernel span; bf16 x reaches this kernel past the tensor-core kernels' K (129)."""
-    monkeypatch.setenv("SEPCONV1D_DW_RT_ROWS", row_groups)
+    if row_groups is None:
+        monkeypatch.delenv("SEPCONV1D_DW_RT_ROWS", raising=False)
+    else:
+        monkeypatch.setenv("SEPCONV1D_DW_RT_ROWS", row_groups)
     xdtype, wdtype = dtypes
     cases = [  # (L, padding, batch, channels, sliced)
         (835, "same", 3, 13, False), (418, (kernel_size - 1, 0), 2, 7, True), (1024, "same", 1, 9, False),

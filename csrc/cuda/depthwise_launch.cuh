@@ -78,7 +78,8 @@ struct Tuning {
   int64_t force_split = 0;        // > 0: blocks per channel (group) in split kernels
   bool allow_rt_dense = true;     // the run-time-K CF forward's dense form (long float kernels)
   int rt_rows = -1;               // the run-time-K CF forward's row groups (rt_row_group): -1
-                                  // wherever a row is at most kThreads / 2 items, 0 never
+                                  // where they measured faster, 1 wherever a row is at most
+                                  // kThreads / 2 items, 0 never
   bool allow_rt_regs = true;      // the run-time-K CF backward's dw partials in registers (float
                                   // accumulation, kp <= kBwdRtRegsMax)
   bool allow_dx_forward = true;   // the backward's dx as a forward of dy (dx_by_forward)
@@ -219,10 +220,17 @@ int64_t resident_blocks(Kern kern, size_t smem, int device, int fallback) {
 
 // Threads per row group of the run-time-K CF forward (dw_fwd_cf_rt_kernel) for rows of
 // row_items items: the items rounded up to whole quarter warps where at least two such groups fit
-// a block (Tuning::rt_rows), else kThreads (one row's tile per block).
-inline int64_t rt_row_group(int64_t row_items, const Tuning& tune) {
+// a block, else kThreads (one row's tile per block). Tuning::rt_rows -1: where that measured
+// faster (H200, float32, B32 C512 unless noted, csrc/NOTES.md, sixty-first session): rows whose
+// x is 16-byte aligned (`aligned`; L1024 K63 1.48x), and other rows in groups of at most 32
+// threads, four or more rows per block (L418 K44 1.20x, C1024 L250 K33 1.65x, B128 L210 K41
+// 2.34x). Unaligned rows in two groups per block lost (L835 K33 0.80x, K63 1.04x): their tiles
+// load in passes of two units per thread, twice as many per row as with the whole block.
+// 1: wherever two groups fit; 0: never.
+inline int64_t rt_row_group(int64_t row_items, bool aligned, const Tuning& tune) {
   if (tune.rt_rows == 0 || row_items > kThreads / 2) return kThreads;
-  return ceil_div(row_items, 8) * 8;
+  const int64_t group = ceil_div(row_items, 8) * 8;
+  return tune.rt_rows > 0 || aligned || group <= 32 ? group : kThreads;
 }
 
 // Calls f(IC<K>{}) with K in {3, 4, 5, 9} when a compiled kernel exists and applies, else
@@ -920,17 +928,15 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
       // groups of N; the last item of a tile may be partial). Item m's window starts at tile vector
       // sh + cf_rt_vecs() * m (sh = off / V) and reads kp / V + R - 1 vectors (the ring's
       // prefetch); weights kp + V.
-      // Rows of at most kThreads / 2 items (rt_row_groups): row groups, each row one tile of its
-      // own, as many groups of whole quarter warps per block as fit (one row per block left most of
-      // the block idle: QuartzNet-block's L835 K63 float32 rows are 53 items, csrc/NOTES.md,
-      // sixty-first session).
+      // Short rows (rt_row_group): row groups, each row one tile of its own, as many groups of
+      // whole quarter warps per block as fit (one row per block leaves most of the block idle: a
+      // float32 row of 250 is 16 items of a block's 128, csrc/NOTES.md, sixty-first session).
       if constexpr (KC == 0) {
-        const auto launch_rt = [&](auto dense_c) {
+        // group: threads per row group, kThreads for one row's tile per block.
+        const auto launch_rt = [&](auto dense_c, int64_t group) {
           constexpr bool DENSE = decltype(dense_c)::value;
           constexpr int NOUT = cf_rt_item<T, DENSE>();
           const int64_t per_item = int64_t(kThreads) * NOUT;
-          const int64_t row_items = ceil_div(pr.Lo, NOUT);
-          const int64_t group = rt_row_group(row_items, tune);
           int64_t tile;
           if (group < kThreads) {
             tile = ceil_div(pr.Lo, N) * N;  // the row, whole groups of N (items may be partial)
@@ -969,13 +975,20 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
           DW_CHECK_LAUNCH(rows > 1 ? "dw_fwd_cf_rt_kernel/rows" : "dw_fwd_cf_rt_kernel");
           launched = true;
         };
+        // Row groups where the rule takes them and their tiles fit, else one row per block.
+        const auto launch_rt_rows = [&](auto dense_c) {
+          constexpr int NOUT = cf_rt_item<T, decltype(dense_c)::value>();
+          const int64_t group = rt_row_group(ceil_div(pr.Lo, NOUT), a.x_vec == kVecGroup, tune);
+          if (group < kThreads) launch_rt(dense_c, group);
+          if (!launched) launch_rt(dense_c, int64_t(kThreads));
+        };
         if (fast) {
           if constexpr (std::is_same_v<T, A>) {
             if (tune.allow_rt_dense && a.x_vec == kVecGroup && pr.K >= kCfRtDenseMinK) {
-              launch_rt(std::true_type{});
+              launch_rt_rows(std::true_type{});
             }
           }
-          if (!launched) launch_rt(std::false_type{});
+          if (!launched) launch_rt_rows(std::false_type{});
           if (launched) return;
         }
       }

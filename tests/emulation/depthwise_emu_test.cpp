@@ -779,8 +779,9 @@ int main_impl(int argc, char** argv) {
     // each group a multiple of 8 threads with its own tile and weights): row counts that leave the
     // last block's groups partly empty, capped grids (blocks walking row blocks), rows of 1 item
     // to 64 (group of 8 to 64 threads), every access level, both forms (dense on aligned rows from
-    // K 40), float64 and the half types without tensor cores; against the same case with one row
-    // per block (rt_rows = 0), which must take the other form.
+    // K 40), float64 and the half types without tensor cores; groups wherever they fit
+    // (rt_rows = 1), then one row per block (rt_rows = 0), which must take the other form, then
+    // the default rule (either).
     {
       const int64_t gks[] = {10, 17, 33, 40, 44, 63, 64, 87, 129};
       const int64_t glens[] = {835, 418, 8, 100, 1023, 257, 1281, 33, 640, 1029};
@@ -801,6 +802,7 @@ int main_impl(int argc, char** argv) {
           Case cs{1 + gi % 3, 3 + 2 * (gi % 7), L, K, 1, 1, pl, pr, gi % 3 != 1, gkinds[gi % 5],
                   gkinds[(gi + 1) % 5], gi % 4 == 2 ? 1 : 0, 0, Tuning{}};
           cs.tune.allow_tc = false;
+          cs.tune.rt_rows = 1;
           if (gi % 3 == 2) cs.tune.max_grid = 2;
           cs.grads = 1;
           const int64_t Lo = L + pl + pr - K + 1;
@@ -816,7 +818,21 @@ int main_impl(int argc, char** argv) {
           one.tune.rt_rows = 0;
           one.expect_fwd = "dw_fwd_cf_rt_kernel ";
           run(one, ty);
+          Case rule = cs;
+          rule.tune.rt_rows = -1;
+          rule.expect_fwd = "dw_fwd_cf_rt_kernel";
+          run(rule, ty);
         }
+      }
+      // Groups whose tiles and weights do not fit the shared memory (16 groups of ~1.5 KB at K 87
+      // over 16 KB) fall back to one row per block (~11 KB), not to another kernel.
+      for (int64_t K : {87, 129}) {
+        Case cs{2, 9, 100, K, 1, 1, (K - 1) / 2, K / 2, true, L_CF, L_CF, 0, 0, Tuning{}};
+        cs.tune.rt_rows = 1;
+        cs.tune.smem_limit = 16 * 1024;
+        cs.grads = 1;
+        cs.expect_fwd = "dw_fwd_cf_rt_kernel ";
+        run(cs, 0);
       }
     }
     // The run-time-K CF tile backward with its dw partials in registers (float accumulation,
