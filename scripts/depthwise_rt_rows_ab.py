@@ -1,8 +1,9 @@
-"""A/B of the run-time-K channel-first forward's row groups wherever they fit (SEPCONV1D_DW_RT_ROWS=1:
-rows of at most 64 items, several rows per block) against one row per block ("0"), in one process
-(the default rule, dwk::rt_row_group, was read off this table): the depthwise forward, dx (the forward of dy with the flipped kernel from K 33),
-and the separable TF32 forward + backward, whose backward recomputes h with this forward. A
-device-to-device copy of the forward's bytes (x read, y written) is the bandwidth floor.
+"""A/B of the run-time-K channel-first forward's row groups wherever they fit
+(SEPCONV1D_DW_RT_ROWS=1: rows of at most 64 items, several rows per block) against one row per
+block ("0"), in one process; the default rule (dwk::rt_row_group) was read off this table. Timed:
+the depthwise forward, dx (the forward of dy with the flipped kernel from K 33), and the separable
+TF32 forward + backward, whose backward recomputes h with this forward. A device-to-device copy of
+the forward's bytes (x read, y written) is the bandwidth floor.
 
 Times are triton.testing.do_bench medians (25 warm-up, 200 ms of calls) over three rotating input
 sets. Correctness is the test suite's job (test_run_time_kernel_forward_of_short_rows).

@@ -224,8 +224,9 @@ def test_run_time_kernel_backward_of_long_rows(monkeypatch, kernel_size, regs, d
 def test_run_time_kernel_forward_of_short_rows(monkeypatch, dtypes, kernel_size, row_groups):
     """Rows too long for the short-row kernels' K but at most 64 items of the run-time-K tile
     forward: several rows per block, each group of threads its own row, wherever they fit ("1";
-    the default, None, takes them where they measured faster), or one row per block ("0"). Forward and gradients (dx runs as this forward of dy from K 33) against float64: row
-    counts that leave the last block's groups partly empty, rows of 1 to 64 items (the group sizes),
+    the default, None, takes them where they measured faster), or one row per block ("0").
+    Forward and gradients (dx runs as this forward of dy from K 33) against float64: row counts
+    that leave the last block's groups partly empty, rows of 1 to 64 items (the group sizes),
     16-byte aligned rows of float32 (the dense form from K 40), odd and sliced rows, pads past the
     kernel span; bf16 x reaches this kernel past the tensor-core kernels' K (129)."""
     if row_groups is None:
