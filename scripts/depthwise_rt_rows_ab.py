@@ -1,9 +1,11 @@
 """A/B of the run-time-K channel-first forward's row groups wherever they fit
 (SEPCONV1D_DW_RT_ROWS=1: rows of at most 64 items, several rows per block) against one row per
-block ("0"), in one process; the default rule (dwk::rt_row_group) was read off this table. Timed:
+block ("0") and the default rule (dwk::rt_row_group, read off the first two), in one process. Timed:
 the depthwise forward, dx (the forward of dy with the flipped kernel from K 33), and the separable
-TF32 forward + backward, whose backward recomputes h with this forward. A device-to-device copy of
-the forward's bytes (x read, y written) is the bandwidth floor.
+TF32 forward + backward, whose backward recomputes h with this forward; for dilated cases also the
+forward over phase rows or not (SEPCONV1D_DW_PHASES=1 / 0, `fwd_phases` / `fwd_no_phases`; the
+default, use_phases, is column `fwd_rule`). A device-to-device copy of the forward's bytes (x read,
+y written) is the bandwidth floor.
 
 Times are triton.testing.do_bench medians (25 warm-up, 200 ms of calls) over three rotating input
 sets. Correctness is the test suite's job (test_run_time_kernel_forward_of_short_rows).
@@ -25,8 +27,13 @@ op = torch.ops.sepconv1d
 CASES = [  # B, C, L, K, dilation (float32, 'same' padding)
     (32, 512, 835, 63, 1), (32, 512, 835, 87, 2), (32, 512, 835, 33, 1), (32, 512, 1024, 63, 1),
     (32, 512, 418, 44, 1), (32, 1024, 250, 33, 1), (128, 512, 210, 41, 1), (32, 512, 8192, 63, 1),
+    (32, 512, 835, 63, 2), (32, 512, 4096, 63, 2), (32, 512, 835, 33, 2), (32, 512, 835, 48, 2),
+    (32, 512, 4096, 33, 2), (32, 512, 501, 63, 1), (32, 512, 1500, 63, 1), (32, 512, 835, 56, 2),
+    (32, 512, 835, 41, 1), (32, 512, 4097, 127, 1),
 ]
+SETTINGS = (("1", ""), ("0", "_one_row"), ("", "_rule"))  # SEPCONV1D_DW_RT_ROWS, column suffix
 VAR = "SEPCONV1D_DW_RT_ROWS"
+PHASES = "SEPCONV1D_DW_PHASES"
 
 
 def bench(fn) -> float:
@@ -73,10 +80,15 @@ def main() -> None:
 
         row = {"B": B, "C": C, "L": L, "K": K, "dilation": d, "copy": bench(copy)}
         for name, fn in (("fwd", fwd), ("dx", dx), ("sep_tf32_fwd_bwd", sep)):
-            for groups in ("1", "0"):  # columns `name` and `name`_one_row
+            for groups, suffix in SETTINGS:  # "" is the default rule (dwk::rt_row_group)
                 os.environ[VAR] = groups
-                row[name if groups == "1" else name + "_one_row"] = bench(fn)
+                row[name + suffix] = bench(fn)
         os.environ.pop(VAR, None)
+        if d > 1:  # the forward over phase rows ("1") or not ("0"); the rule is column fwd_rule
+            for phases in ("1", "0"):
+                os.environ[PHASES] = phases
+                row["fwd_phases" if phases == "1" else "fwd_no_phases"] = bench(fwd)
+            os.environ.pop(PHASES, None)
         print(json.dumps(row), flush=True)
         out["cases"].append(row)
         del xs, ys, gs, sx

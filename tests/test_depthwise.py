@@ -251,6 +251,27 @@ def test_run_time_kernel_forward_of_short_rows(monkeypatch, dtypes, kernel_size,
                                  f"K={kernel_size} padding={padding} L={length} B={batch} C={channels}")
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_RT_ROWS is read by the CUDA kernels")
+@pytest.mark.parametrize("row_groups", ["1", "0"])
+@pytest.mark.parametrize("kernel_size", [41, 701, 1500])
+def test_run_time_kernel_forward_of_long_kernels_on_unaligned_rows(monkeypatch, kernel_size, row_groups):
+    """float32 rows without 16-byte units (odd lengths, rows one element into their storage): the
+    run-time-K forward loads their x tiles through registers, units of 4 elements element by
+    element, two per thread per pass (long kernels take several passes), into the padded tile, in
+    one row per block ("0") or in row groups ("1", rows of at most 64 items). Forward and gradients
+    against float64."""
+    monkeypatch.setenv("SEPCONV1D_DW_RT_ROWS", row_groups)
+    for length, padding, sliced in ((3001, "same", True), (777, (kernel_size - 1, 0), False),
+                                    (1023, (5, kernel_size + 9), True)):
+        x = make_activation(2, 3, length + int(sliced), torch.float32, "cuda")
+        x = (x[..., 1:] if sliced else x).requires_grad_(True)
+        weight, bias = _params(3, kernel_size, torch.float32, "cuda", True)
+        weight.requires_grad_(True)
+        bias.requires_grad_(True)
+        left, right = resolve_padding(padding, kernel_size, 1, 1)
+        _check_forward_and_grads(x, weight, bias, left, right, 1, f"K={kernel_size} padding={padding} L={length}")
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_PHASES is read by the CUDA kernels")
 @pytest.mark.parametrize("phases", ["1", "0"])
 @pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[1], DTYPES[2], DTYPES[3]], ids=dtype_pair_id)

@@ -65,8 +65,9 @@ namespace {
 // faster than the tile kernels' general path (H200, B32 x 512 x 835 and others, device time;
 // csrc/NOTES.md, thirty-eighth session). The copies (x and y; or dy, x and dx) cost the same at
 // any K, while the general path costs grow with K:
-//   forward, half types from K 48 (K 87 1.49x, K 63 1.22x, K 31 0.87x); float32 never (the
-//     run-time-K kernel over the phase rows plus the copies lose even at K 87, 0.89x);
+//   forward, half types from K 48 (K 87 1.49x, K 63 1.22x, K 31 0.87x); float32 from K 56 (with
+//     the run-time-K forward's row groups over the phase rows, sixty-second session: d 2 L 835
+//     K 87 1.29x, K 63 1.12x, K 56 1.03x, K 48 0.95x, K 33 0.87x; L 4096 K 63 1.32x, K 33 0.96x);
 //   backward, half types at any K (K 3 1.06x ... K 87 4.8x); float32 from K 24 (K 31 1.24x,
 //     K 87 1.67x) and at the compiled K 5 and 9 (1.15-1.42x), not at run-time K 7 and 15 or K 3
 //     (0.81-1.02x).
@@ -82,7 +83,8 @@ bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
   if (env != nullptr && *env != '\0') return std::atoi(env) != 0;
   const int64_t k = g.kernel_size;
   if (is_half_type(dtype)) return backward || k >= 48;
-  return backward && (k >= 24 || k == 5 || k == 9);
+  if (backward) return k >= 24 || k == 5 || k == 9;
+  return dtype == ScalarType::Float && k >= 56;
 }
 
 // The kernels' tuning: the defaults, with the short-row kernels' routing overridden by
