@@ -1,0 +1,62 @@
+"""Which side bounds the run-time-K forward on float32 rows that are not 16-byte aligned: x's
+loads or y's stores. Times each case four ways in one process: x and y unaligned (contiguous rows
+of odd length), x aligned (a view of rows padded to a 16-byte multiple), y aligned (padding that
+makes the output length a multiple of 4), both; each with the default rule for row groups,
+groups forced (SEPCONV1D_DW_RT_ROWS=1) and one row per block ("0").
+
+Times are triton.testing.do_bench medians over three rotating input sets.
+
+    python3 -P scripts/depthwise_align_probe.py     # JSON to $OUT/depthwise_align_probe.json (default .)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import torch
+import triton.testing
+
+import sepconv1d  # noqa: F401  (registers torch.ops.sepconv1d)
+
+op = torch.ops.sepconv1d
+CASES = [(32, 512, 835, 33), (32, 512, 835, 63), (32, 1024, 250, 33), (128, 512, 210, 41), (32, 512, 418, 44)]
+ROWS = (("", ""), ("1", "_groups"), ("0", "_one_row"))  # SEPCONV1D_DW_RT_ROWS, column suffix
+
+
+def bench(fn) -> float:
+    return round(triton.testing.do_bench(fn, warmup=25, rep=150, return_mode="median") * 1e3, 1)
+
+
+def main() -> None:
+    out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
+           "unit": "us", "cases": []}
+    for B, C, L, K in CASES:
+        wide = (L + 3) // 4 * 4 + 4
+        xs_aligned = [torch.randn(B, C, wide, device="cuda")[..., :L] for _ in range(3)]
+        xs_odd = [torch.randn(B, C, L, device="cuda") for _ in range(3)]
+        w = torch.randn(C, K, device="cuda")
+        pl = (K - 1) // 2
+        pr_odd = K - 1 - pl               # output length L
+        pr_aligned = pr_odd + (-L) % 4    # output length L rounded up to 4
+        row = {"B": B, "C": C, "L": L, "K": K}
+        for rows, suffix in ROWS:
+            os.environ["SEPCONV1D_DW_RT_ROWS"] = rows
+            for name, xs, pr in (("xun_yun", xs_odd, pr_odd), ("xal_yun", xs_aligned, pr_odd),
+                                 ("xun_yal", xs_odd, pr_aligned), ("xal_yal", xs_aligned, pr_aligned)):
+                turn = [0]
+
+                def fwd(xs=xs, pr=pr):
+                    turn[0] = (turn[0] + 1) % 3
+                    return op.depthwise_conv1d(xs[turn[0]], w, None, 1, pl, pr, 1)
+
+                row[name + suffix] = bench(fwd)
+        os.environ.pop("SEPCONV1D_DW_RT_ROWS", None)
+        print(json.dumps(row), flush=True)
+        out["cases"].append(row)
+    with open(os.path.join(os.environ.get("OUT", "."), "depthwise_align_probe.json"), "w") as f:
+        json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
