@@ -2,7 +2,8 @@
 dw_bwd_cf_tc_kernel) for compute-sanitizer: half types with the compiled kernel sizes (3, 4, 5,
 9) on rows that are not 16-byte aligned, which take those kernels since the thirty-seventh session,
 and a run-time K beside them; bf16 and float32 weights; 'same', causal and asymmetric pads; float32
-at run-time K on long rows (the tile backward's dw partials in registers). Then
+at run-time K on long rows (the tile backward's dw partials in registers), and its run-time-K
+forward with y staged (rows of y not 16-byte aligned). Then
 dilated problems as phase rows (depthwise_phases.cuh: the gather, the dilation-1 kernels, the
 scatter; SEPCONV1D_DW_PHASES=1 for every K), in half types and float32. Last, the short-row
 kernels (depthwise_rows.cuh, SEPCONV1D_DW_ROWS=1): every padded tap count, rows of one element up
@@ -45,6 +46,19 @@ def main() -> None:
         b = torch.randn(8, device="cuda", requires_grad=True)
         y = sepconv1d.depthwise_conv1d(x, w, b, padding=padding)
         torch.autograd.grad(y, (x, w, b), torch.randn_like(y))
+    # The run-time-K forward with y rows that are not 16-byte aligned staged through the quarter
+    # warps' shared areas (cf_rt_items_staged): row groups and one row per block, the padded form
+    # and the dense one (x rows aligned by a view, y not); dx runs as the same forward.
+    for rows in ("1", "0"):
+        os.environ["SEPCONV1D_DW_RT_ROWS"] = rows
+        for length, k, padding, view in ((835, 33, "same", False), (418, 44, "same", False),
+                                         (250, 41, (3, 40), True), (4097, 127, "same", False)):
+            x = torch.randn(3, 16, 256 if view else length, device="cuda")[..., :length].requires_grad_(True)
+            w = torch.randn(16, k, device="cuda", requires_grad=True)
+            b = torch.randn(16, device="cuda", requires_grad=True)
+            y = sepconv1d.depthwise_conv1d(x, w, b, padding=padding)
+            torch.autograd.grad(y, (x, w, b), torch.randn_like(y))
+    os.environ.pop("SEPCONV1D_DW_RT_ROWS")
     os.environ["SEPCONV1D_DW_PHASES"] = "1"
     for dtype in (torch.bfloat16, torch.float32):
         for length, k, d, padding in ((835, 87, 2, (86, 86)), (1001, 9, 3, (13, 11)), (3001, 7, 9, (27, 27)),

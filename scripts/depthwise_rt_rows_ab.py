@@ -7,6 +7,10 @@ forward over phase rows or not (SEPCONV1D_DW_PHASES=1 / 0, `fwd_phases` / `fwd_n
 default, use_phases, is column `fwd_rule`). A device-to-device copy of the forward's bytes (x read,
 y written) is the bandwidth floor.
 
+With --ystage each setting is also timed with y stored straight from the registers
+(SEPCONV1D_DW_RT_YSTAGE=0, columns `_ydirect`) against the default, which stages y rows that are
+not 16-byte aligned through shared memory. --cases 0,2,5 times those rows of CASES only.
+
 Times are triton.testing.do_bench medians (25 warm-up, 200 ms of calls) over three rotating input
 sets. Correctness is the test suite's job (test_run_time_kernel_forward_of_short_rows).
 
@@ -15,6 +19,7 @@ sets. Correctness is the test suite's job (test_run_time_kernel_forward_of_short
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 
@@ -34,6 +39,7 @@ CASES = [  # B, C, L, K, dilation (float32, 'same' padding)
 SETTINGS = (("1", ""), ("0", "_one_row"), ("", "_rule"))  # SEPCONV1D_DW_RT_ROWS, column suffix
 VAR = "SEPCONV1D_DW_RT_ROWS"
 PHASES = "SEPCONV1D_DW_PHASES"
+YSTAGE = "SEPCONV1D_DW_RT_YSTAGE"
 
 
 def bench(fn) -> float:
@@ -41,10 +47,16 @@ def bench(fn) -> float:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ystage", action="store_true", help="also time y stored directly (_ydirect)")
+    ap.add_argument("--cases", default="", help="comma-separated indices into CASES (default all)")
+    args = ap.parse_args()
+    cases = [CASES[int(i)] for i in args.cases.split(",")] if args.cases else CASES
+    stagings = (("", ""), ("0", "_ydirect")) if args.ystage else (("", ""),)
     torch.backends.cudnn.allow_tf32 = True
     out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
            "unit": "us", "cases": []}
-    for B, C, L, K, d in CASES:
+    for B, C, L, K, d in cases:
         pl = d * (K - 1) // 2
         pr = d * (K - 1) - pl
         xs = [torch.randn(B, C, L, device="cuda") for _ in range(3)]
@@ -81,9 +93,12 @@ def main() -> None:
         row = {"B": B, "C": C, "L": L, "K": K, "dilation": d, "copy": bench(copy)}
         for name, fn in (("fwd", fwd), ("dx", dx), ("sep_tf32_fwd_bwd", sep)):
             for groups, suffix in SETTINGS:  # "" is the default rule (dwk::rt_row_group)
-                os.environ[VAR] = groups
-                row[name + suffix] = bench(fn)
+                for staged, ysuffix in stagings:  # "" is the default (staged where unaligned)
+                    os.environ[VAR] = groups
+                    os.environ[YSTAGE] = staged
+                    row[name + suffix + ysuffix] = bench(fn)
         os.environ.pop(VAR, None)
+        os.environ.pop(YSTAGE, None)
         if d > 1:  # the forward over phase rows ("1") or not ("0"); the rule is column fwd_rule
             for phases in ("1", "0"):
                 os.environ[PHASES] = phases

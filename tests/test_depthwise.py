@@ -252,19 +252,27 @@ def test_run_time_kernel_forward_of_short_rows(monkeypatch, dtypes, kernel_size,
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_RT_ROWS is read by the CUDA kernels")
+@pytest.mark.parametrize("y_staged", ["1", "0"])
 @pytest.mark.parametrize("row_groups", ["1", "0"])
 @pytest.mark.parametrize("kernel_size", [41, 701, 1500])
-def test_run_time_kernel_forward_of_long_kernels_on_unaligned_rows(monkeypatch, kernel_size, row_groups):
+def test_run_time_kernel_forward_of_long_kernels_on_unaligned_rows(monkeypatch, kernel_size, row_groups, y_staged):
     """float32 rows without 16-byte units (odd lengths, rows one element into their storage): the
     run-time-K forward loads their x tiles through registers, units of 4 elements element by
     element, two per thread per pass (long kernels take several passes), into the padded tile, in
-    one row per block ("0") or in row groups ("1", rows of at most 64 items). Forward and gradients
-    against float64."""
+    one row per block ("0") or in row groups ("1", rows of at most 64 items); y rows that are not
+    16-byte aligned go through the quarter warps' shared areas (SEPCONV1D_DW_RT_YSTAGE "1", the
+    default) or straight from the registers ("0"). One case has 16-byte-aligned x rows (a view of
+    padded rows: the dense form) and an output length that is not a multiple of 4. Forward and
+    gradients against float64 (dx runs as the same forward of dy)."""
     monkeypatch.setenv("SEPCONV1D_DW_RT_ROWS", row_groups)
+    monkeypatch.setenv("SEPCONV1D_DW_RT_YSTAGE", y_staged)
     for length, padding, sliced in ((3001, "same", True), (777, (kernel_size - 1, 0), False),
-                                    (1023, (5, kernel_size + 9), True)):
-        x = make_activation(2, 3, length + int(sliced), torch.float32, "cuda")
-        x = (x[..., 1:] if sliced else x).requires_grad_(True)
+                                    (1023, (5, kernel_size + 9), True), (412, (3, kernel_size - 1), "view")):
+        if sliced == "view":  # rows of 412 in a storage of 416 per row: 16-byte aligned, y of 415
+            x = make_activation(2, 3, 416, torch.float32, "cuda")[..., :length].requires_grad_(True)
+        else:
+            x = make_activation(2, 3, length + int(sliced), torch.float32, "cuda")
+            x = (x[..., 1:] if sliced else x).requires_grad_(True)
         weight, bias = _params(3, kernel_size, torch.float32, "cuda", True)
         weight.requires_grad_(True)
         bias.requires_grad_(True)

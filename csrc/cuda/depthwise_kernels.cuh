@@ -722,6 +722,8 @@ struct FwdArgs {
   int rows = 1;
   int group = kThreads;
   int gstride = 0;
+  // CF run-time K with y staged (YSTAGE): shared element offset of the quarter warps' y areas.
+  int ystage = 0;
 };
 
 template <typename T, typename W>
@@ -1387,7 +1389,81 @@ DW_DEV void cf_rt_items(const FwdArgs<T, W>& p, const acc_of<T>* xs, const acc_o
   }
 }
 
-template <typename T, typename W, bool DENSE>
+// y staged through shared memory (YSTAGE, rows of y that are not 16-byte aligned): stored
+// directly, each lane would write its item's NOUT outputs element by element with lanes NOUT
+// elements apart, 32 sectors per warp store (the sixty-second session's probe: aligning y alone
+// took row groups from 149 to 68 us at L835 K33, H100). Instead each quarter warp (8 lanes, never
+// split across row groups: a group is a multiple of 8 threads) writes its 8 items to an area of its
+// own, and its lanes then store 8 consecutive outputs per instruction (4 runs per warp store).
+// Area: the 8 items' 16-byte units (U = NOUT / V per item), then 32 bytes of padding, so that the
+// four quarters of a warp read 8-bank spans 8 banks apart. Where U is 4 the units of item l are
+// XOR-swizzled by (l >> 1) & 3, so that 8 lanes' STS.128 (one phase) hit 8 bank groups; U = 5 is
+// conflict-free as it is (5 l mod 8).
+template <typename A, int NOUT>
+constexpr int cf_rt_stage_pitch() {
+  return 8 * NOUT + 32 / int(sizeof(A));
+}
+
+template <typename A, int NOUT>
+constexpr int64_t cf_rt_stage_elems() {
+  return int64_t(kThreads / 8) * cf_rt_stage_pitch<A, NOUT>();
+}
+
+// Unit slot of vector v of item l (0..7) in its quarter's area.
+template <int U>
+DW_DEV int cf_rt_stage_unit(int l, int v) {
+  static_assert(U == 4 || U == 5, "items of 4 (padded form) or 5 (dense form) vectors");
+  return l * U + (U == 4 ? (v ^ ((l >> 1) & 3)) : v);
+}
+
+// cf_rt_items with y staged: every thread of the block runs p.items trips (threads without a row,
+// or past it, with nothing to compute or store), so that whole warps meet at __syncwarp.
+template <typename T, typename W, int OFF, bool DENSE>
+DW_DEV void cf_rt_items_staged(const FwdArgs<T, W>& p, const acc_of<T>* xs, const acc_of<T>* ws, int sh,
+                               acc_of<T> bv, T* ytile, int nout, int tid, acc_of<T>* stage) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  constexpr int NOUT = cf_rt_item<T, DENSE>();
+  constexpr int U = NOUT / V;
+  static_assert(U * V == NOUT && V * sizeof(A) == 16, "items are whole 16-byte units");
+  static_assert(U == 5 || NOUT % 8 == 0, "swizzled items hold whole runs of 8 outputs");
+  const int lane8 = int(threadIdx.x) & 7;
+  A* qs = stage + (int(threadIdx.x) >> 3) * cf_rt_stage_pitch<A, NOUT>();
+#pragma unroll 1
+  for (int it = 0; it < p.items; ++it) {
+    const int q0 = (it * p.group + tid - lane8) * NOUT;  // the quarter's first output
+    const int jl = q0 + lane8 * NOUT;
+    if (jl < nout) {
+      A acc[NOUT];
+      if constexpr (!DENSE) {
+#pragma unroll
+        for (int i = 0; i < NOUT; ++i) acc[i] = bv;
+      }
+      const A* xw = xs + cf_rt_slot<DENSE>(sh + jl / NOUT * cf_rt_vecs<DENSE>(), sh) * V;
+      cf_rt_conv<A, V, OFF, NOUT, DENSE>(xw, ws, p.K, bv, acc);
+#pragma unroll
+      for (int v = 0; v < U; ++v) sstore<A, V>(qs + cf_rt_stage_unit<U>(lane8, v) * V, acc + v * V);
+    }
+    __syncwarp();
+    // Output q0 + r * 8 + lane8: item l = (r * 8 + lane8) / NOUT, element i of it.
+#pragma unroll
+    for (int r = 0; r < NOUT; ++r) {
+      int idx;
+      if constexpr (U == 4) {  // NOUT = 4V is 8 or 16: item and vector offset compile-time
+        constexpr int per = 8;
+        const int l = r * per / NOUT;
+        const int v = (((r * per) % NOUT) / V | lane8 / V) ^ ((l >> 1) & 3);
+        idx = (l * U + v) * V + lane8 % V;
+      } else {
+        idx = r * 8 + lane8;  // unswizzled: the area is the items' outputs in order
+      }
+      if (q0 + r * 8 + lane8 < nout) ytile[q0 + r * 8 + lane8] = out_cvt<T>(qs[idx]);
+    }
+    __syncwarp();  // the area is read before the next trip writes it
+  }
+}
+
+template <typename T, typename W, bool DENSE, bool YSTAGE>
 __global__ void __launch_bounds__(kThreads, kCfRtMinBlocks)
     dw_fwd_cf_rt_kernel(const FwdArgs<T, W> p) {
   using A = acc_of<T>;
@@ -1435,9 +1511,14 @@ __global__ void __launch_bounds__(kThreads, kCfRtMinBlocks)
       for (int m = t + nthr; m < nw; m += nthr) ws[m] = m < p.K ? A(in_cvt(p.w[c * p.K + m])) : A(0);
     }
     __syncthreads();
-    if (live) {
-      T* ytile = p.y + b * p.ysb + c * p.ysc + j0;  // j0 is a multiple of the group: alignment kept
-      const int nout = int(p.Lo - j0 < p.tile ? p.Lo - j0 : p.tile);
+    T* ytile = p.y + b * p.ysb + c * p.ysc + j0;  // j0 is a multiple of the group: alignment kept
+    const int nout = live ? int(p.Lo - j0 < p.tile ? p.Lo - j0 : p.tile) : 0;
+    if constexpr (YSTAGE) {
+      with_offset<V>(p.off & (V - 1), [&](auto o) {
+        cf_rt_items_staged<T, W, decltype(o)::value, DENSE>(p, xs, ws, sh, bv, ytile, nout, t,
+                                                            smem_base<A>() + p.ystage);
+      });
+    } else if (live) {
       with_offset<V>(p.off & (V - 1), [&](auto o) {
         cf_rt_items<T, W, decltype(o)::value, DENSE>(p, xs, ws, sh, bv, ytile, nout, t);
       });

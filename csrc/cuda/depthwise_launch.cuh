@@ -80,6 +80,8 @@ struct Tuning {
   int rt_rows = -1;               // the run-time-K CF forward's row groups (rt_row_group): -1
                                   // where they measured faster, 1 wherever a row is at most
                                   // kThreads / 2 items, 0 never
+  bool allow_rt_ystage = true;    // the run-time-K CF forward stages y rows that are not
+                                  // 16-byte aligned through shared memory (float32 / float64)
   bool allow_rt_regs = true;      // the run-time-K CF backward's dw partials in registers (float
                                   // accumulation, kp <= kBwdRtRegsMax)
   bool allow_dx_forward = true;   // the backward's dx as a forward of dy (dx_by_forward)
@@ -958,8 +960,12 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
           // pattern is the first's).
           const int64_t gstride = ceil_div(slots * V + kp + V, 8 * V) * 8 * V;
           const int64_t rows = kThreads / group;
+          // y rows that are not 16-byte aligned go through the quarter warps' shared areas
+          // behind the tiles (cf_rt_items_staged).
+          const bool ystage = std::is_same_v<T, A> && tune.allow_rt_ystage && a.y_vec != kVecGroup;
+          const int64_t tiles_elems = rows > 1 ? rows * gstride : slots * V + kp + V;
           const int64_t smem =
-              (rows > 1 ? rows * gstride : slots * V + kp + V) * int64_t(sizeof(A));
+              (tiles_elems + (ystage ? cf_rt_stage_elems<A, NOUT>() : 0)) * int64_t(sizeof(A));
           if (smem > limit) return;
           a.items = int(ceil_div(tile, per_item));
           a.tile = int(tile);
@@ -969,12 +975,24 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
           a.rows = int(rows);
           a.group = int(group);
           a.gstride = rows > 1 ? int(gstride) : 0;
+          a.ystage = int(tiles_elems);
           a.total = rows > 1 ? ceil_div(pr.B * pr.C, rows) : pr.B * pr.C * a.ntiles;
           const int64_t grid = clamp64(a.total, 1, std::min<int64_t>(tune.max_grid, INT_MAX));
-          auto kern = &dw_fwd_cf_rt_kernel<T, W, DENSE>;
-          prepare_kernel(kern, smem, dev.device);
-          DW_LAUNCH(kern, grid, size_t(smem), stream, a);
-          DW_CHECK_LAUNCH(rows > 1 ? "dw_fwd_cf_rt_kernel/rows" : "dw_fwd_cf_rt_kernel");
+          const auto run = [&](auto kern, const char* name) {
+            prepare_kernel(kern, smem, dev.device);
+            DW_LAUNCH(kern, grid, size_t(smem), stream, a);
+            DW_CHECK_LAUNCH(name);
+          };
+          if constexpr (std::is_same_v<T, A>) {
+            if (ystage) {
+              run(&dw_fwd_cf_rt_kernel<T, W, DENSE, true>,
+                  rows > 1 ? "dw_fwd_cf_rt_kernel/rows/ystage" : "dw_fwd_cf_rt_kernel/ystage");
+              launched = true;
+              return;
+            }
+          }
+          run(&dw_fwd_cf_rt_kernel<T, W, DENSE, false>,
+              rows > 1 ? "dw_fwd_cf_rt_kernel/rows" : "dw_fwd_cf_rt_kernel");
           launched = true;
         };
         // Row groups where the rule takes them and their tiles fit, else one row per block.
