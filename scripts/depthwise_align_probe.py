@@ -7,10 +7,12 @@ groups forced (SEPCONV1D_DW_RT_ROWS=1) and one row per block ("0").
 Times are triton.testing.do_bench medians over three rotating input sets.
 
     python3 -P scripts/depthwise_align_probe.py     # JSON to $OUT/depthwise_align_probe.json (default .)
+    python3 -P scripts/depthwise_align_probe.py --cases "32,512,4097,9;32,512,3001,5" --default-only
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 
@@ -29,9 +31,15 @@ def bench(fn) -> float:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", default="", help="B,C,L,K;B,C,L,K;... instead of CASES")
+    ap.add_argument("--default-only", action="store_true", help="the default row-group rule only")
+    args = ap.parse_args()
+    cases = [tuple(int(v) for v in c.split(",")) for c in args.cases.split(";")] if args.cases else CASES
+    rows_settings = ROWS[:1] if args.default_only else ROWS
     out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
            "unit": "us", "cases": []}
-    for B, C, L, K in CASES:
+    for B, C, L, K in cases:
         wide = (L + 3) // 4 * 4 + 4
         xs_aligned = [torch.randn(B, C, wide, device="cuda")[..., :L] for _ in range(3)]
         xs_odd = [torch.randn(B, C, L, device="cuda") for _ in range(3)]
@@ -40,7 +48,7 @@ def main() -> None:
         pr_odd = K - 1 - pl               # output length L
         pr_aligned = pr_odd + (-L) % 4    # output length L rounded up to 4
         row = {"B": B, "C": C, "L": L, "K": K}
-        for rows, suffix in ROWS:
+        for rows, suffix in rows_settings:
             os.environ["SEPCONV1D_DW_RT_ROWS"] = rows
             for name, xs, pr in (("xun_yun", xs_odd, pr_odd), ("xal_yun", xs_aligned, pr_odd),
                                  ("xun_yal", xs_odd, pr_aligned), ("xal_yal", xs_aligned, pr_aligned)):

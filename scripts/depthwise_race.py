@@ -14,18 +14,48 @@ from K 12 with the backward's dx, dw and db on the tensor cores, and odd lengths
 backward takes the other rows kernel's tensor cores:
 
     compute-sanitizer --tool racecheck python3 -P scripts/depthwise_race.py
+    compute-sanitizer --tool racecheck python3 -P scripts/depthwise_race.py staged_y   # that part alone
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 import torch
 
 import sepconv1d
 
 
+def run_time_staged_y() -> None:
+    """The run-time-K forward with y rows that are not 16-byte aligned staged through the quarter
+    warps' shared areas (cf_rt_items_staged): row groups and one row per block, the padded form
+    and the dense one (x rows aligned by a view, y not); dx runs as the same forward. Then the
+    compiled-K tile forward's staged y (cf_fwd_fast)."""
+    os.environ["SEPCONV1D_DW_ROWS"] = "0"
+    for rows in ("1", "0"):
+        os.environ["SEPCONV1D_DW_RT_ROWS"] = rows
+        for length, k, padding, view in ((835, 33, "same", False), (418, 44, "same", False),
+                                         (250, 41, (3, 40), True), (4097, 127, "same", False)):
+            x = torch.randn(3, 16, 256 if view else length, device="cuda")[..., :length].requires_grad_(True)
+            w = torch.randn(16, k, device="cuda", requires_grad=True)
+            b = torch.randn(16, device="cuda", requires_grad=True)
+            y = sepconv1d.depthwise_conv1d(x, w, b, padding=padding)
+            torch.autograd.grad(y, (x, w, b), torch.randn_like(y))
+    os.environ.pop("SEPCONV1D_DW_RT_ROWS")
+    # The compiled-K tile forward with y through the warps' areas (cf_fwd_fast): rows past the
+    # short-row kernels, y not 16-byte aligned.
+    for length, k, padding in ((4099, 9, "same"), (3001, 4, "causal"), (2563, 3, (0, 4)), (2049, 5, "same")):
+        x = torch.randn(3, 16, length + 1, device="cuda")[..., 1:].requires_grad_(True)
+        w = torch.randn(16, k, device="cuda", requires_grad=True)
+        y = sepconv1d.depthwise_conv1d(x, w, None, padding=padding)
+        torch.autograd.grad(y, (x, w), torch.randn_like(y))
+
+
 def main() -> None:
+    if sys.argv[1:] == ["staged_y"]:  # that section alone
+        run_time_staged_y()
+        return
     os.environ["SEPCONV1D_DW_ROWS"] = "0"  # the short rows below would take the rows kernels
     for dtype, wdtype in ((torch.bfloat16, torch.bfloat16), (torch.float16, torch.float16),
                           (torch.bfloat16, torch.float32)):
@@ -46,19 +76,7 @@ def main() -> None:
         b = torch.randn(8, device="cuda", requires_grad=True)
         y = sepconv1d.depthwise_conv1d(x, w, b, padding=padding)
         torch.autograd.grad(y, (x, w, b), torch.randn_like(y))
-    # The run-time-K forward with y rows that are not 16-byte aligned staged through the quarter
-    # warps' shared areas (cf_rt_items_staged): row groups and one row per block, the padded form
-    # and the dense one (x rows aligned by a view, y not); dx runs as the same forward.
-    for rows in ("1", "0"):
-        os.environ["SEPCONV1D_DW_RT_ROWS"] = rows
-        for length, k, padding, view in ((835, 33, "same", False), (418, 44, "same", False),
-                                         (250, 41, (3, 40), True), (4097, 127, "same", False)):
-            x = torch.randn(3, 16, 256 if view else length, device="cuda")[..., :length].requires_grad_(True)
-            w = torch.randn(16, k, device="cuda", requires_grad=True)
-            b = torch.randn(16, device="cuda", requires_grad=True)
-            y = sepconv1d.depthwise_conv1d(x, w, b, padding=padding)
-            torch.autograd.grad(y, (x, w, b), torch.randn_like(y))
-    os.environ.pop("SEPCONV1D_DW_RT_ROWS")
+    run_time_staged_y()
     os.environ["SEPCONV1D_DW_PHASES"] = "1"
     for dtype in (torch.bfloat16, torch.float32):
         for length, k, d, padding in ((835, 87, 2, (86, 86)), (1001, 9, 3, (13, 11)), (3001, 7, 9, (27, 27)),

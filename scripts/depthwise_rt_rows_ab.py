@@ -8,7 +8,7 @@ default, use_phases, is column `fwd_rule`). A device-to-device copy of the forwa
 y written) is the bandwidth floor.
 
 With --ystage each setting is also timed with y stored straight from the registers
-(SEPCONV1D_DW_RT_YSTAGE=0, columns `_ydirect`) against the default, which stages y rows that are
+(SEPCONV1D_DW_YSTAGE=0, columns `_ydirect`) against the default, which stages y rows that are
 not 16-byte aligned through shared memory. --cases 0,2,5 times those rows of CASES only.
 
 Times are triton.testing.do_bench medians (25 warm-up, 200 ms of calls) over three rotating input
@@ -34,12 +34,13 @@ CASES = [  # B, C, L, K, dilation (float32, 'same' padding)
     (32, 512, 418, 44, 1), (32, 1024, 250, 33, 1), (128, 512, 210, 41, 1), (32, 512, 8192, 63, 1),
     (32, 512, 835, 63, 2), (32, 512, 4096, 63, 2), (32, 512, 835, 33, 2), (32, 512, 835, 48, 2),
     (32, 512, 4096, 33, 2), (32, 512, 501, 63, 1), (32, 512, 1500, 63, 1), (32, 512, 835, 56, 2),
-    (32, 512, 835, 41, 1), (32, 512, 4097, 127, 1),
+    (32, 512, 835, 41, 1), (32, 512, 4097, 127, 1), (32, 512, 1501, 63, 1), (32, 512, 2047, 33, 1),
+    (32, 512, 3001, 63, 1), (32, 512, 1029, 41, 1),
 ]
 SETTINGS = (("1", ""), ("0", "_one_row"), ("", "_rule"))  # SEPCONV1D_DW_RT_ROWS, column suffix
 VAR = "SEPCONV1D_DW_RT_ROWS"
 PHASES = "SEPCONV1D_DW_PHASES"
-YSTAGE = "SEPCONV1D_DW_RT_YSTAGE"
+YSTAGE = "SEPCONV1D_DW_YSTAGE"
 
 
 def bench(fn) -> float:

@@ -24,12 +24,14 @@ static std::string g_last_kernels;
 // Staged-y launches of the run-time-K forward ("/ystage") are counted, and named as the launch
 // they replace (the cases' expected kernels then hold either way).
 static int g_ystage_launches = 0;
+static std::map<std::string, int> g_ystage_by_kernel;
 static std::string dw_launch_name(const char* name) {
   std::string s(name);
   const size_t at = s.find("/ystage");
   if (at != std::string::npos) {
     s.erase(at, 7);
     ++g_ystage_launches;
+    ++g_ystage_by_kernel[s];
   }
   return s;
 }
@@ -242,7 +244,7 @@ bool run_case(const Case& cs_in, std::mt19937_64& rng, bool verbose) {
   Buf<T> y5;
   if (used_ystage) {
     Tuning direct_y = cs.tune;
-    direct_y.allow_rt_ystage = false;
+    direct_y.allow_ystage = false;
     y5.init(cs.ykind, cs.B, cs.C, Lo, cs.yoff);
     const int before = g_ystage_launches;
     forward<T, W>(pr, x.ptr(), x.d, w.data(), bias_p, y5.ptr(), y5.d, nullptr, dev, direct_y);
@@ -583,6 +585,27 @@ int main_impl(int argc, char** argv) {
         cs.tune.allow_tc = false;
         cs.expect_fwd = "dw_fwd_cf_kernel";
         run(cs, f.types);
+      }
+    }
+    // The tile forward with y staged through the warps' areas (y rows without V-element
+    // alignment; run_case compares the bits with the direct stores): every compiled K, rows of one
+    // element to several tiles (odd lengths: warps partly past the row), y one to three elements
+    // into its storage, padded row pitches, capped grids, float32, float64 and half types
+    // without the tensor-core kernel.
+    const int64_t slens[] = {1, 17, 301, 4099, 2051};
+    const int stypes[] = {0, 3, 1};
+    int si = 0;
+    for (int64_t K : {3, 4, 5, 9}) {
+      for (int rep = 0; rep < 3; ++rep, ++si) {
+        const int64_t L = slens[si % 5];
+        const int64_t pl = si % 2 ? K - 1 : (K - 1) / 2;
+        const int64_t pr = std::max<int64_t>(K - 1 - pl + si % 3, K - L - pl);
+        Case cs{1 + si % 2, 3, L, K, 1, 1, pl, pr, si % 3 != 1, L_CF, si % 2 ? L_CFPAD : L_CF, 0,
+                1 + si % 3, Tuning{}};
+        cs.tune.allow_tc = false;
+        if (si % 4 == 3) cs.tune.max_grid = 2;
+        cs.expect_fwd = "dw_fwd_cf_kernel";
+        run(cs, stypes[si % 3]);
       }
     }
   }
@@ -1369,10 +1392,12 @@ int main_impl(int argc, char** argv) {
               (long long)g_tc_emu_staged[16], (long long)g_tc_emu_staged[8],
               (long long)g_tc_emu_staged[4], (long long)g_tc_emu_staged[2],
               (long long)g_tc_emu_stored[4], (long long)g_tc_emu_stored[2]);
-  std::printf("  run-time-K forwards with y staged: %d\n", g_ystage_launches);
-  if (g_ystage_launches == 0) {
-    std::printf("FAIL no run-time-K forward staged y\n");
-    return 1;
+  for (auto& kv : g_ystage_by_kernel) std::printf("  y staged: %-28s %d\n", kv.first.c_str(), kv.second);
+  for (const char* k : {"dw_fwd_cf_rt_kernel", "dw_fwd_cf_rt_kernel/rows", "dw_fwd_cf_kernel"}) {
+    if (g_ystage_by_kernel[k] == 0) {
+      std::printf("FAIL no %s launch staged y\n", k);
+      return 1;
+    }
   }
   return g_failures == 0 ? 0 : 1;
 }
