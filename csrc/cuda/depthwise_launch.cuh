@@ -224,18 +224,17 @@ int64_t resident_blocks(Kern kern, size_t smem, int device, int fallback) {
 // Threads per row group of the run-time-K CF forward (dw_fwd_cf_rt_kernel) for rows of
 // row_items items: the items rounded up to whole quarter warps where at least two such groups fit
 // a block, else kThreads (one row's tile per block). Tuning::rt_rows -1: where that measured
-// faster (H200, float32, B32 C512 unless noted, csrc/NOTES.md, sixty-first and sixty-second
-// sessions): rows whose y is 16-byte aligned (`y_aligned`; L1024 K63 1.48x), and other rows in
-// groups of at most 32 threads, four or more rows per block (L418 K44 1.20x, C1024 L250 K33 1.65x,
-// B128 L210 K41 2.34x). Rows of unaligned y in two groups per block lost (L835 K33 0.80x): their
-// outputs are stored element by element, and twice the rows in flight per SM store twice as many
-// partial sectors. It is y's alignment, not x's, that decides (H100 probe, L835 K33: groups against
-// one row 149 / 103 us with x aligned and y not, 68 / 95 with y aligned and x not).
-// 1: wherever two groups fit; 0: never.
-inline int64_t rt_row_group(int64_t row_items, bool y_aligned, const Tuning& tune) {
+// faster (float32, B32 C512 unless noted, csrc/NOTES.md, sixty-first to sixty-third sessions):
+// rows whose y is 16-byte aligned or staged through shared memory (`y_coalesced`; H200, aligned
+// L1024 K63 1.48x; H100, staged, L835 K63 1.30x, K33 1.25x against one row per block stored
+// directly), and other rows (half types' unaligned y, stored element by element) in groups of at
+// most 32 threads, four or more rows per block (H200, L418 K44 1.20x, C1024 L250 K33 1.65x, B128
+// L210 K41 2.34x): in two groups per block they lost (L835 K33 0.80x), twice the rows in flight
+// per SM storing twice as many partial sectors. 1: wherever two groups fit; 0: never.
+inline int64_t rt_row_group(int64_t row_items, bool y_coalesced, const Tuning& tune) {
   if (tune.rt_rows == 0 || row_items > kThreads / 2) return kThreads;
   const int64_t group = ceil_div(row_items, 8) * 8;
-  return tune.rt_rows > 0 || y_aligned || group <= 32 ? group : kThreads;
+  return tune.rt_rows > 0 || y_coalesced || group <= 32 ? group : kThreads;
 }
 
 // Calls f(IC<K>{}) with K in {3, 4, 5, 9} when a compiled kernel exists and applies, else
@@ -999,7 +998,10 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
         // Row groups where the rule takes them and their tiles fit, else one row per block.
         const auto launch_rt_rows = [&](auto dense_c) {
           constexpr int NOUT = cf_rt_item<T, decltype(dense_c)::value>();
-          const int64_t group = rt_row_group(ceil_div(pr.Lo, NOUT), a.y_vec == kVecGroup, tune);
+          // y reaches memory in whole runs where aligned, or where staged (float32 / float64).
+          const bool y_coalesced =
+              a.y_vec == kVecGroup || (std::is_same_v<T, A> && tune.allow_ystage);
+          const int64_t group = rt_row_group(ceil_div(pr.Lo, NOUT), y_coalesced, tune);
           if (group < kThreads) launch_rt(dense_c, group);
           if (!launched) launch_rt(dense_c, int64_t(kThreads));
         };
