@@ -1357,6 +1357,21 @@ DW_DEV void cf_rt_conv(const A* xp, const A* wp, int K, A bias, A (&acc)[NOUT]) 
   cf_rt_tail<A, V, R, DENSE, OFF, NOUT>(xp, wp, kleft, win, wb, acc);
 }
 
+// The outputs of the item at tile output jl (a multiple of NOUT): acc[i] = output jl + i.
+template <typename T, int OFF, bool DENSE, int NOUT>
+DW_DEV void cf_rt_item_outputs(const acc_of<T>* xs, const acc_of<T>* ws, int sh, int K, acc_of<T> bv,
+                               int jl, acc_of<T> (&acc)[NOUT]) {
+  using A = acc_of<T>;
+  constexpr int V = vec_of<A>();
+  if constexpr (!DENSE) {
+#pragma unroll
+    for (int i = 0; i < NOUT; ++i) acc[i] = bv;
+  }
+  // Item jl / NOUT: its window starts at tile vector sh + (jl / NOUT) * cf_rt_vecs<DENSE>().
+  const A* xw = xs + cf_rt_slot<DENSE>(sh + jl / NOUT * cf_rt_vecs<DENSE>(), sh) * V;
+  cf_rt_conv<A, V, OFF, NOUT, DENSE>(xw, ws, K, bv, acc);
+}
+
 // The items of thread tid of the p.group that share the tile: outputs ytile[jl .. jl + NOUT) with
 // jl < nout (the outputs of the tile that exist), ytile = the tile's first output. Few values live
 // across the items: the loop runs at the register cap.
@@ -1372,13 +1387,7 @@ DW_DEV void cf_rt_items(const FwdArgs<T, W>& p, const acc_of<T>* xs, const acc_o
 #pragma unroll 1
   for (int jl = tid * NOUT; jl < nout; jl += p.group * NOUT) {  // p.group: a parameter, no register
     A acc[NOUT];
-    if constexpr (!DENSE) {
-#pragma unroll
-      for (int i = 0; i < NOUT; ++i) acc[i] = bv;
-    }
-    // Item jl / NOUT: its window starts at tile vector sh + (jl / NOUT) * cf_rt_vecs<DENSE>().
-    const A* xw = xs + cf_rt_slot<DENSE>(sh + jl / NOUT * cf_rt_vecs<DENSE>(), sh) * V;
-    cf_rt_conv<A, V, OFF, NOUT, DENSE>(xw, ws, p.K, bv, acc);
+    cf_rt_item_outputs<T, OFF, DENSE>(xs, ws, sh, p.K, bv, jl, acc);
     if (p.y_vec == kVecGroup && jl + NOUT <= nout) {  // the common case: no per-group checks
 #pragma unroll
       for (int q = 0; q < NOUT; q += N) gstore_group<T, A, V, G>(ytile + jl + q, acc + q);
@@ -1435,12 +1444,7 @@ DW_DEV void cf_rt_items_staged(const FwdArgs<T, W>& p, const acc_of<T>* xs, cons
     const int jl = q0 + lane8 * NOUT;
     if (jl < nout) {
       A acc[NOUT];
-      if constexpr (!DENSE) {
-#pragma unroll
-        for (int i = 0; i < NOUT; ++i) acc[i] = bv;
-      }
-      const A* xw = xs + cf_rt_slot<DENSE>(sh + jl / NOUT * cf_rt_vecs<DENSE>(), sh) * V;
-      cf_rt_conv<A, V, OFF, NOUT, DENSE>(xw, ws, p.K, bv, acc);
+      cf_rt_item_outputs<T, OFF, DENSE>(xs, ws, sh, p.K, bv, jl, acc);
 #pragma unroll
       for (int v = 0; v < U; ++v) sstore<A, V>(qs + cf_rt_stage_unit<U>(lane8, v) * V, acc + v * V);
     }
