@@ -280,6 +280,33 @@ def test_run_time_kernel_forward_of_long_kernels_on_unaligned_rows(monkeypatch, 
         _check_forward_and_grads(x, weight, bias, left, right, 1, f"K={kernel_size} padding={padding} L={length}")
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_YSTAGE is read by the CUDA kernels")
+@pytest.mark.parametrize("y_staged", ["1", "0"])
+@pytest.mark.parametrize("kernel_size", [3, 4, 5, 9])
+@pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[1]], ids=dtype_pair_id)
+def test_compiled_kernel_forward_on_unaligned_rows(monkeypatch, dtypes, kernel_size, y_staged):
+    """Compiled kernel sizes on rows too long for the short-row kernels whose output rows are not
+    16-byte aligned (odd lengths, rows one element into their storage, a view of padded rows: the
+    tile forward, not the register-direct one): y through the warps' shared areas
+    (SEPCONV1D_DW_YSTAGE "1", the default) or stored directly ("0"). Rows of several tiles with a
+    ragged end (warps partly past the row), 'same', causal and asymmetric pads. Forward and
+    gradients against float64; float64 runs the run-time-K forward (its quarter warps' areas)."""
+    monkeypatch.setenv("SEPCONV1D_DW_YSTAGE", y_staged)
+    xdtype, wdtype = dtypes
+    for length, padding, layout in ((4099, "same", "contiguous"), (3001, (kernel_size - 1, 0), "sliced"),
+                                    (2562, (1, kernel_size + 1), "view"), (9001, (2, kernel_size - 3 + 2), "contiguous")):
+        if layout == "view":  # 16-byte-aligned x rows (storage rows of 2568), y rows of 2565
+            x = make_activation(2, 5, 2568, xdtype, "cuda")[..., :length].requires_grad_(True)
+        else:
+            x = make_activation(2, 5, length + (layout == "sliced"), xdtype, "cuda")
+            x = (x[..., 1:] if layout == "sliced" else x).requires_grad_(True)
+        weight, bias = _params(5, kernel_size, wdtype, "cuda", True)
+        weight.requires_grad_(True)
+        bias.requires_grad_(True)
+        left, right = resolve_padding(padding, kernel_size, 1, 1)
+        _check_forward_and_grads(x, weight, bias, left, right, 1, f"K={kernel_size} padding={padding} L={length}")
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_PHASES is read by the CUDA kernels")
 @pytest.mark.parametrize("phases", ["1", "0"])
 @pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[1], DTYPES[2], DTYPES[3]], ids=dtype_pair_id)

@@ -98,8 +98,9 @@ bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
 // SEPCONV1D_DW_BWD_RT_REGS=0 keeps the run-time-K tile backward's dw partials per chunk of taps;
 // SEPCONV1D_DW_DX_FORWARD=0 keeps its dx in the fused kernel (dwk::dx_by_forward).
 // SEPCONV1D_DW_RT_ROWS: the run-time-K forward's row groups (dwk::rt_row_group), "0" never, "1"
-// wherever a row fits a group. SEPCONV1D_DW_YSTAGE=0 has the run-time-K forward store y rows that
-// are not 16-byte aligned directly instead of through shared memory (cf_rt_items_staged).
+// wherever a row fits a group. SEPCONV1D_DW_YSTAGE=0 has the CF tile forwards store y rows that
+// are not 16-byte aligned directly instead of through shared memory (cf_rt_items_staged,
+// cf_fwd_fast).
 // SEPCONV1D_DW_SPECIALIZED=0 turns the
 // compiled kernel sizes off (every K then runs as a run-time or padded K: A/B runs).
 dwk::Tuning tuning() {

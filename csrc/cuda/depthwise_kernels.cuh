@@ -722,7 +722,9 @@ struct FwdArgs {
   int rows = 1;
   int group = kThreads;
   int gstride = 0;
-  // CF run-time K with y staged (YSTAGE): shared element offset of the quarter warps' y areas.
+  // y staged through shared memory (rows of y without V-element alignment): shared element
+  // offset of the areas; CF run-time K (YSTAGE) the quarter warps', CF compiled K the warps' (0:
+  // stored directly).
   int ystage = 0;
 };
 
@@ -905,14 +907,47 @@ DW_DEV void cl_conv_ct(const A* src, const A (&w)[K_][V], A (&acc)[V][V]) {
 // K: each thread item is G vectors of V outputs kThreads*V apart (16-byte lane-consecutive shared
 // reads); xw = xs + (off - OFF) with OFF = off mod V, so that every window read is a
 // vector-aligned 16-byte LDS. Run-time K with stride 1 and dilation 1 takes dw_fwd_cf_rt_kernel.
+// stage (y rows without V-element alignment, p.ystage > 0): each warp's 32 vectors go through a
+// 32V-element area of its own, so that its lanes store 32 consecutive outputs per instruction
+// instead of each lane storing its own vector element by element (lanes V elements apart: 16
+// sectors per warp store). Lanes past the row skip the arithmetic but keep the warp's
+// __syncwarp; the items stop where the whole warp is past the row.
 template <typename T, typename W, int K_, int ITEMS, int OFF>
 DW_DEV void cf_fwd_fast(const FwdArgs<T, W>& p, const acc_of<T>* xw, const acc_of<T>* wr,
-                        acc_of<T> bv, T* yrow, int64_t j0) {
+                        acc_of<T> bv, T* yrow, int64_t j0, acc_of<T>* stage) {
   using A = acc_of<T>;
   constexpr int V = vec_of<A>();
   constexpr int G = gvec_of<T>();
   constexpr int NOUT = cf_fwd_item<T>();
   static_assert(K_ > 0, "compile-time K only");
+  if (stage != nullptr) {
+    const int lane = int(threadIdx.x) & 31;
+    A* area = stage + (int(threadIdx.x) >> 5) * (32 * V);
+#pragma unroll 1
+    for (int it = 0; it < ITEMS; ++it) {
+      if (it >= p.items) break;
+      const int wb = it * kThreads * NOUT + (int(threadIdx.x) - lane) * V;  // the warp's first
+      if (j0 + wb >= p.Lo) break;
+#pragma unroll
+      for (int q = 0; q < G; ++q) {
+        const int wq = wb + q * kThreads * V;
+        if (j0 + wq + lane * V < p.Lo) {
+          A acc[V];
+#pragma unroll
+          for (int i = 0; i < V; ++i) acc[i] = bv;
+          cf_conv_ct<A, V, OFF, K_>(xw + wq + lane * V, wr, acc);
+          sstore<A, V>(area + lane * V, acc);
+        }
+        __syncwarp();
+#pragma unroll
+        for (int m = 0; m < V; ++m) {
+          if (j0 + wq + m * 32 + lane < p.Lo) yrow[j0 + wq + m * 32 + lane] = out_cvt<T>(area[m * 32 + lane]);
+        }
+        __syncwarp();  // read before the next vector's arithmetic writes the area
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int it = 0; it < ITEMS; ++it) {
     if (it >= p.items) break;
@@ -989,8 +1024,9 @@ __global__ void __launch_bounds__(kThreads, kCfFwdMinBlocks)
     T* yrow = p.y + b * p.ysb + c * p.ysc;
     if constexpr (K_ > 0) {
       const A* xw = xs + (p.off & ~(V - 1));
+      A* stage = p.ystage > 0 ? xs + p.ystage : nullptr;
       with_offset<V>(p.off & (V - 1), [&](auto o) {
-        cf_fwd_fast<T, W, K_, ITEMS, decltype(o)::value>(p, xw, wr, bv, yrow, j0);
+        cf_fwd_fast<T, W, K_, ITEMS, decltype(o)::value>(p, xw, wr, bv, yrow, j0, stage);
       });
     } else {
       cf_fwd_general<T, W>(p, xs, ws, bv, yrow, j0);

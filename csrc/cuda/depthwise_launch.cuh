@@ -80,8 +80,9 @@ struct Tuning {
   int rt_rows = -1;               // the run-time-K CF forward's row groups (rt_row_group): -1
                                   // where they measured faster, 1 wherever a row is at most
                                   // kThreads / 2 items, 0 never
-  bool allow_ystage = true;       // the run-time-K CF forward stages y rows that are not
-                                  // 16-byte aligned through shared memory (float32 / float64)
+  bool allow_ystage = true;       // CF tile forwards stage y rows that are not 16-byte aligned
+                                  // through shared memory (run-time K: float32 / float64;
+                                  // compiled K: rows without V-element alignment)
   bool allow_rt_regs = true;      // the run-time-K CF backward's dw partials in registers (float
                                   // accumulation, kp <= kBwdRtRegsMax)
   bool allow_dx_forward = true;   // the backward's dx as a forward of dy (dx_by_forward)
@@ -1026,8 +1027,13 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
       const int64_t x_ext =
           std::max(tile + kp + N + V, (tile - 1) * pr.s + (pr.K - 1) * d_eff + N);
       const int64_t nsm = ceil_div(x_ext, N) * G;
-      const int64_t smem = (nsm * V + kp) * int64_t(sizeof(A));
+      // Compiled K on y rows without V-element alignment: y through the warps' shared areas
+      // behind the tile (cf_fwd_fast).
+      const bool ystage = KC > 0 && tune.allow_ystage && a.y_vec == 0;
+      const int64_t smem =
+          (nsm * V + kp + (ystage ? int64_t(kThreads) * V : 0)) * int64_t(sizeof(A));
       if (smem > limit) return;
+      a.ystage = ystage ? int(nsm * V + kp) : 0;
       a.items = items;
       a.tile = int(tile);
       a.off = int(pos_mod(-pr.pl, N));
@@ -1038,7 +1044,7 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
       auto kern = &dw_fwd_cf_kernel<T, W, KC, kCfItemsFwd>;
       prepare_kernel(kern, smem, dev.device);
       DW_LAUNCH(kern, grid, size_t(smem), stream, a);
-      DW_CHECK_LAUNCH("dw_fwd_cf_kernel");
+      DW_CHECK_LAUNCH(ystage ? "dw_fwd_cf_kernel/ystage" : "dw_fwd_cf_kernel");
       launched = true;
     });
     if (launched) return;

@@ -587,6 +587,28 @@ int main_impl(int argc, char** argv) {
         run(cs, f.types);
       }
     }
+    // The tile forward with y staged through the warps' areas (y rows without V-element
+    // alignment; run_case compares the bits with the direct stores): every compiled K, rows of one
+    // element to several tiles (odd lengths: warps partly past the row), y one to three elements
+    // into its storage, padded row pitches, capped grids, float32, float64 (run-time K) and half
+    // types without the tensor-core kernel.
+    const int64_t slens[] = {1, 17, 301, 4099, 2051};
+    const int stypes[] = {0, 3, 1};
+    int si = 0;
+    for (int64_t K : {3, 4, 5, 9}) {
+      for (int rep = 0; rep < 3; ++rep, ++si) {
+        const int64_t L = slens[si % 5];
+        const int64_t pl = si % 2 ? K - 1 : (K - 1) / 2;
+        const int64_t pr = std::max<int64_t>(K - 1 - pl + si % 3, K - L - pl);
+        Case cs{1 + si % 2, 3, L, K, 1, 1, pl, pr, si % 3 != 1, L_CF, si % 2 ? L_CFPAD : L_CF, 0,
+                1 + si % 3, Tuning{}};
+        cs.tune.allow_tc = false;
+        if (si % 4 == 3) cs.tune.max_grid = 2;
+        // float64 has no compiled K: the run-time-K forward, its quarter warps' areas.
+        cs.expect_fwd = stypes[si % 3] == 3 ? "dw_fwd_cf_rt_kernel" : "dw_fwd_cf_kernel";
+        run(cs, stypes[si % 3]);
+      }
+    }
   }
 
   // Register-direct CF backward (dw_bwd_cf_reg_kernel): every compiled K with each compiled
@@ -1372,7 +1394,7 @@ int main_impl(int argc, char** argv) {
               (long long)g_tc_emu_staged[4], (long long)g_tc_emu_staged[2],
               (long long)g_tc_emu_stored[4], (long long)g_tc_emu_stored[2]);
   for (auto& kv : g_ystage_by_kernel) std::printf("  y staged: %-28s %d\n", kv.first.c_str(), kv.second);
-  for (const char* k : {"dw_fwd_cf_rt_kernel", "dw_fwd_cf_rt_kernel/rows"}) {
+  for (const char* k : {"dw_fwd_cf_rt_kernel", "dw_fwd_cf_rt_kernel/rows", "dw_fwd_cf_kernel"}) {
     if (g_ystage_by_kernel[k] == 0) {
       std::printf("FAIL no %s launch staged y\n", k);
       return 1;
