@@ -83,6 +83,7 @@ struct Tuning {
   bool allow_ystage = true;       // CF tile forwards stage y rows that are not 16-byte aligned
                                   // through shared memory (run-time K: float32 / float64;
                                   // compiled K: rows without V-element alignment)
+  bool allow_ystage_ct = true;    // ... and, of those, the compiled-K forward (A/B of its own)
   bool allow_rt_regs = true;      // the run-time-K CF backward's dw partials in registers (float
                                   // accumulation, kp <= kBwdRtRegsMax)
   bool allow_dx_forward = true;   // the backward's dx as a forward of dy (dx_by_forward)
@@ -1029,7 +1030,7 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
       const int64_t nsm = ceil_div(x_ext, N) * G;
       // Compiled K on y rows without V-element alignment: y through the warps' shared areas
       // behind the tile (cf_fwd_fast).
-      const bool ystage = KC > 0 && tune.allow_ystage && a.y_vec == 0;
+      const bool ystage = KC > 0 && tune.allow_ystage && tune.allow_ystage_ct && a.y_vec == 0;
       const int64_t smem =
           (nsm * V + kp + (ystage ? int64_t(kThreads) * V : 0)) * int64_t(sizeof(A));
       if (smem > limit) return;
