@@ -9,7 +9,8 @@ y written) is the bandwidth floor.
 
 With --ystage each setting is also timed with y stored straight from the registers
 (SEPCONV1D_DW_YSTAGE=0, columns `_ydirect`) against the default, which stages y rows that are
-not 16-byte aligned through shared memory. --cases 0,2,5 times those rows of CASES only.
+not 16-byte aligned through shared memory, and with y staged wherever the kernel can ("2",
+`_yforced`: one item per thread in one row per block too). --cases 0,2,5 times those rows only.
 
 Times are triton.testing.do_bench medians (25 warm-up, 200 ms of calls) over three rotating input
 sets. Correctness is the test suite's job (test_run_time_kernel_forward_of_short_rows).
@@ -49,11 +50,11 @@ def bench(fn) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--ystage", action="store_true", help="also time y stored directly (_ydirect)")
+    ap.add_argument("--ystage", action="store_true", help="also time y stored directly (_ydirect) and staged everywhere (_yforced)")
     ap.add_argument("--cases", default="", help="comma-separated indices into CASES (default all)")
     args = ap.parse_args()
     cases = [CASES[int(i)] for i in args.cases.split(",")] if args.cases else CASES
-    stagings = (("", ""), ("0", "_ydirect")) if args.ystage else (("", ""),)
+    stagings = (("", ""), ("0", "_ydirect"), ("2", "_yforced")) if args.ystage else (("", ""),)
     torch.backends.cudnn.allow_tf32 = True
     out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
            "unit": "us", "cases": []}

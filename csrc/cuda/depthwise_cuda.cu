@@ -100,7 +100,8 @@ bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
 // SEPCONV1D_DW_RT_ROWS: the run-time-K forward's row groups (dwk::rt_row_group), "0" never, "1"
 // wherever a row fits a group. SEPCONV1D_DW_YSTAGE=0 has the CF tile forwards store y rows that
 // are not 16-byte aligned directly instead of through shared memory (cf_rt_items_staged,
-// cf_fwd_fast); SEPCONV1D_DW_YSTAGE_CT=0 only the compiled-K forward's (cf_fwd_fast).
+// cf_fwd_fast); SEPCONV1D_DW_YSTAGE_CT=0 only the compiled-K forward's (cf_fwd_fast);
+// SEPCONV1D_DW_YSTAGE=2 stages wherever the run-time-K forward can (one item per thread too).
 // SEPCONV1D_DW_SPECIALIZED=0 turns the
 // compiled kernel sizes off (every K then runs as a run-time or padded K: A/B runs).
 dwk::Tuning tuning() {
@@ -130,7 +131,10 @@ dwk::Tuning tuning() {
   const char* rt_rows = std::getenv("SEPCONV1D_DW_RT_ROWS");  // A/B of the row groups
   if (rt_rows != nullptr && *rt_rows != '\0') t.rt_rows = std::atoi(rt_rows) != 0 ? 1 : 0;
   const char* ystage = std::getenv("SEPCONV1D_DW_YSTAGE");  // A/B of the staged y stores
-  if (ystage != nullptr && *ystage != '\0') t.allow_ystage = std::atoi(ystage) != 0;
+  if (ystage != nullptr && *ystage != '\0') {
+    t.allow_ystage = std::atoi(ystage) != 0;
+    t.force_ystage = std::atoi(ystage) == 2;
+  }
   const char* ystage_ct = std::getenv("SEPCONV1D_DW_YSTAGE_CT");
   if (ystage_ct != nullptr && *ystage_ct != '\0') t.allow_ystage_ct = std::atoi(ystage_ct) != 0;
   const char* words_bwd = std::getenv("SEPCONV1D_DW_ROWS_WORDS_BWD");

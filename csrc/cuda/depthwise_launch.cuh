@@ -84,6 +84,8 @@ struct Tuning {
                                   // through shared memory (run-time K: float32 / float64;
                                   // compiled K: rows without V-element alignment)
   bool allow_ystage_ct = true;    // ... and, of those, the compiled-K forward (A/B of its own)
+  bool force_ystage = false;      // stage wherever the run-time-K kernel can, one item per
+                                  // thread in one row per block included (A/B)
   bool allow_rt_regs = true;      // the run-time-K CF backward's dw partials in registers (float
                                   // accumulation, kp <= kBwdRtRegsMax)
   bool allow_dx_forward = true;   // the backward's dx as a forward of dy (dx_by_forward)
@@ -967,7 +969,7 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
           // of one item per thread measured slower staged (L835 K63 128 -> 143 us, csrc/NOTES.md,
           // sixty-third session) and stores directly.
           const bool ystage = std::is_same_v<T, A> && tune.allow_ystage && a.y_vec != kVecGroup &&
-                              (rows > 1 || ceil_div(tile, per_item) > 1);
+                              (rows > 1 || ceil_div(tile, per_item) > 1 || tune.force_ystage);
           const int64_t tiles_elems = rows > 1 ? rows * gstride : slots * V + kp + V;
           const int64_t smem =
               (tiles_elems + (ystage ? cf_rt_stage_elems<A, NOUT>() : 0)) * int64_t(sizeof(A));
