@@ -8,6 +8,10 @@ Times are triton.testing.do_bench medians over three rotating input sets.
 
     python3 -P scripts/depthwise_align_probe.py     # JSON to $OUT/depthwise_align_probe.json (default .)
     python3 -P scripts/depthwise_align_probe.py --cases "32,512,4097,9;32,512,3001,5" --default-only
+
+--backward times the backward instead (dx, dw and db of float32 and bf16, 'same'), at L and at L
+rounded up to a multiple of 8 (every row 16-byte aligned), to size what rows that are not aligned
+cost it; the JSON then goes to depthwise_align_probe_bwd.json.
 """
 
 from __future__ import annotations
@@ -34,7 +38,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default="", help="B,C,L,K;B,C,L,K;... instead of CASES")
     ap.add_argument("--default-only", action="store_true", help="the default row-group rule only")
+    ap.add_argument("--backward", action="store_true", help="time the backward at L and at L rounded up to 8")
     args = ap.parse_args()
+    if args.backward:
+        backward(args)
+        return
     cases = [tuple(int(v) for v in c.split(",")) for c in args.cases.split(";")] if args.cases else CASES
     rows_settings = ROWS[:1] if args.default_only else ROWS
     out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
@@ -63,6 +71,33 @@ def main() -> None:
         print(json.dumps(row), flush=True)
         out["cases"].append(row)
     with open(os.path.join(os.environ.get("OUT", "."), "depthwise_align_probe.json"), "w") as f:
+        json.dump(out, f, indent=1)
+
+
+def backward(args) -> None:
+    cases = [tuple(int(v) for v in c.split(",")) for c in args.cases.split(";")] if args.cases else CASES
+    out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
+           "unit": "us", "what": "depthwise_conv1d_backward (dx, dw, db), 'same'", "cases": []}
+    for B, C, L, K in cases:
+        row = {"B": B, "C": C, "L": L, "K": K}
+        pl = (K - 1) // 2
+        for dtype, tag in ((torch.float32, "fp32"), (torch.bfloat16, "bf16")):
+            for length, name in ((L, "L"), ((L + 7) // 8 * 8, "L8")):
+                xs = [torch.randn(B, C, length, device="cuda", dtype=dtype) for _ in range(3)]
+                gs = [torch.randn_like(x) for x in xs]
+                w = torch.randn(C, K, device="cuda", dtype=dtype)
+                turn = [0]
+
+                def bwd(xs=xs, gs=gs, w=w):
+                    turn[0] = (turn[0] + 1) % 3
+                    return op.depthwise_conv1d_backward(gs[turn[0]], xs[turn[0]], w, 1, pl, K - 1 - pl, 1,
+                                                        True, True, True)
+                row[f"{tag}_{name}"] = bench(bwd)
+            # time per output element, aligned against not
+            row[f"{tag}_ratio"] = round(row[f"{tag}_L"] / row[f"{tag}_L8"] * ((L + 7) // 8 * 8) / L, 3)
+        print(json.dumps(row), flush=True)
+        out["cases"].append(row)
+    with open(os.path.join(os.environ.get("OUT", "."), "depthwise_align_probe_bwd.json"), "w") as f:
         json.dump(out, f, indent=1)
 
 
