@@ -965,11 +965,15 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
           const int64_t rows = kThreads / group;
           // y rows that are not 16-byte aligned go through the quarter warps' shared areas
           // behind the tiles (cf_rt_items_staged): in row groups (H100: 1.25-1.9x), and in one
-          // row per block where every thread has two or more items (L4097 K127 1.04x); one row
-          // of one item per thread measured slower staged (L835 K63 128 -> 143 us, csrc/NOTES.md,
-          // sixty-third session) and stores directly.
-          const bool ystage = std::is_same_v<T, A> && tune.allow_ystage && a.y_vec != kVecGroup &&
-                              (rows > 1 || ceil_div(tile, per_item) > 1 || tune.force_ystage);
+          // row per block where every thread has two or more items (L4097 K127 1.04x) or the
+          // row is longer than a group takes (H200: L1501 K63 1.14x, L1029 K41 1.04x). A row
+          // that a group would take, alone in a block (rt_rows 0, or a group that does not fit),
+          // measured slower staged (H100, L835 K63 128 -> 143 us; csrc/NOTES.md, sixty-third and
+          // sixty-fourth sessions) and stores directly.
+          const bool ystage =
+              std::is_same_v<T, A> && tune.allow_ystage && a.y_vec != kVecGroup &&
+              (rows > 1 || ceil_div(tile, per_item) > 1 || ceil_div(pr.Lo, NOUT) > kThreads / 2 ||
+               tune.force_ystage);
           const int64_t tiles_elems = rows > 1 ? rows * gstride : slots * V + kp + V;
           const int64_t smem =
               (tiles_elems + (ystage ? cf_rt_stage_elems<A, NOUT>() : 0)) * int64_t(sizeof(A));
