@@ -31,8 +31,7 @@ def run_time_staged_y() -> None:
     """The run-time-K forward with y rows that are not 16-byte aligned staged through the quarter
     warps' shared areas (cf_rt_items_staged): row groups and one row per block, the padded form
     and the dense one (x rows aligned by a view, y not); dx runs as the same forward. Then the
-    compiled-K tile forward's staged y (cf_fwd_fast) and the tile backward's staged dx
-    (cf_bwd_fast_ct)."""
+    compiled-K tile forward's staged y (cf_fwd_fast)."""
     os.environ["SEPCONV1D_DW_ROWS"] = "0"
     for rows in ("1", "0"):
         os.environ["SEPCONV1D_DW_RT_ROWS"] = rows
@@ -45,8 +44,7 @@ def run_time_staged_y() -> None:
             torch.autograd.grad(y, (x, w, b), torch.randn_like(y))
     os.environ.pop("SEPCONV1D_DW_RT_ROWS")
     # The compiled-K tile forward with y through the warps' areas (cf_fwd_fast): rows past the
-    # short-row kernels, y not 16-byte aligned; dx (rows of the same length) through the tile
-    # backward's warps' areas.
+    # short-row kernels, y not 16-byte aligned.
     for length, k, padding in ((4099, 9, "same"), (3001, 4, "causal"), (2563, 3, (0, 4)), (2049, 5, "same")):
         x = torch.randn(3, 16, length + 1, device="cuda")[..., 1:].requires_grad_(True)
         w = torch.randn(16, k, device="cuda", requires_grad=True)

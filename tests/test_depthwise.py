@@ -290,9 +290,7 @@ def test_compiled_kernel_forward_on_unaligned_rows(monkeypatch, dtypes, kernel_s
     tile forward, not the register-direct one): y through the warps' shared areas
     (SEPCONV1D_DW_YSTAGE "1", the default) or stored directly ("0"). Rows of several tiles with a
     ragged end (warps partly past the row), 'same', causal and asymmetric pads. Forward and
-    gradients against float64; float64 runs the run-time-K forward (its quarter warps' areas).
-    dx (a new tensor, so its rows are not aligned either) goes through the tile backward's warps'
-    areas alike, or not."""
+    gradients against float64; float64 runs the run-time-K forward (its quarter warps' areas)."""
     monkeypatch.setenv("SEPCONV1D_DW_YSTAGE", y_staged)
     xdtype, wdtype = dtypes
     for length, padding, layout in ((4099, "same", "contiguous"), (3001, (kernel_size - 1, 0), "sliced"),

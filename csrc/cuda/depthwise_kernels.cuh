@@ -751,9 +751,6 @@ struct BwdArgs {
   // Tensor-core backward (depthwise_tc.cuh): shifts and window offsets of the dx convolution
   // (sd, od) and of the weight-gradient product (sx, ox), first staged dy row of the outputs (dyr).
   int sd, od, sx, ox, dyr;
-  // CF compiled K with dx staged (dx rows without V-element alignment): shared element offset of
-  // the warps' areas (0: stored directly).
-  int ystage = 0;
 };
 
 template <typename T, typename W>
@@ -1572,8 +1569,7 @@ __global__ void __launch_bounds__(kThreads, kCfRtMinBlocks)
 // ------------------------------------------------------------------------------------------------
 // CF backward: dx, dw and db of one channel per block, deterministic partials
 // ------------------------------------------------------------------------------------------------
-// Shared layout: xs[nsm_x * V] | dys[nsm_dy * V] | ws[kp] | red[(kp + 1) * kWarps], then with
-// staged dx (compiled K, ystage) the warps' areas [kThreads * V] at ystage.
+// Shared layout: xs[nsm_x * V] | dys[nsm_dy * V] | ws[kp] | red[(kp + 1) * kWarps]
 // Both tiles start on a fetch-group boundary (N = G*V elements: 16-byte loads for every type).
 // x tile as in the forward (origin j0 - pl - off, off = (-pl) mod N); the fast paths read it
 // through xw = xs + (off - OFFX), OFFX = off mod V, so output j0 + jl, tap k is xw[jl + OFFX + k].
@@ -1587,14 +1583,10 @@ __global__ void __launch_bounds__(kThreads, kCfRtMinBlocks)
 
 // Compile-time K, stride 1, dilation 1: item-outer, every window loaded once, dw partials in
 // registers for the whole block.
-// stage (dx rows without V-element alignment, p.ystage > 0): each warp's 32 dx vectors go through
-// a 32V-element area of its own, so that its lanes store 32 consecutive outputs per instruction
-// (as cf_fwd_fast's); the items then stop where the whole warp is done, so that every lane
-// reaches the area's __syncwarp.
 template <typename T, typename W, int K_, int ITEMS, int OFFX>
 DW_DEV void cf_bwd_fast_ct(const BwdArgs<T, W>& p, const acc_of<T>* xw, const acc_of<T>* dys,
                            const acc_of<T>* ws, acc_of<T>* pdw, acc_of<T>& dbacc, T* dxrow,
-                           int64_t j0, acc_of<T>* stage) {
+                           int64_t j0) {
   using A = acc_of<T>;
   constexpr int V = vec_of<A>();
   // bd = OFFD (mod V): dyj is a multiple of V and pl = -OFFX (mod V).
@@ -1618,13 +1610,7 @@ DW_DEV void cf_bwd_fast_ct(const BwdArgs<T, W>& p, const acc_of<T>* xw, const ac
     const int jl = (it * kThreads + int(threadIdx.x)) * V;
     const bool dwv = want_wb && (j0 + jl < p.Lo);
     const bool dxv = p.want_x && (j0 + jl < p.L);
-    const int jw = jl - (int(threadIdx.x) & 31) * V;  // the warp's first output
-    const bool dxw = stage != nullptr && p.want_x && (j0 + jw < p.L);
-    if (stage != nullptr) {
-      if (!dxw && !(want_wb && j0 + jw < p.Lo)) break;  // warp-uniform
-    } else if (!dwv && !dxv) {
-      break;  // both bounds only shrink with it
-    }
+    if (!dwv && !dxv) break;  // both bounds only shrink with it
     if (dwv) {
       A dyv[V];
       sload<A, V>(dys + dyj + jl, dyv);
@@ -1647,21 +1633,7 @@ DW_DEV void cf_bwd_fast_ct(const BwdArgs<T, W>& p, const acc_of<T>* xw, const ac
 #pragma unroll
       for (int i = 0; i < V; ++i) acc[i] = A(0);
       cf_conv_ct<A, V, OFFD, K_>(dys + jl + qd * V, wflip, acc);
-      if (stage == nullptr) {
-        cf_store<T, A, V, 1>(dxrow, j0 + jl, p.L, acc, p.dx_vec);
-      } else {
-        sstore<A, V>(stage + (int(threadIdx.x) >> 5) * (32 * V) + (int(threadIdx.x) & 31) * V, acc);
-      }
-    }
-    if (dxw) {
-      const int lane = int(threadIdx.x) & 31;
-      const A* area = stage + (int(threadIdx.x) >> 5) * (32 * V);
-      __syncwarp();
-#pragma unroll
-      for (int m = 0; m < V; ++m) {
-        if (j0 + jw + m * 32 + lane < p.L) dxrow[j0 + jw + m * 32 + lane] = out_cvt<T>(area[m * 32 + lane]);
-      }
-      __syncwarp();  // read before the next item's vector is written
+      cf_store<T, A, V, 1>(dxrow, j0 + jl, p.L, acc, p.dx_vec);
     }
   }
 }
@@ -1901,8 +1873,7 @@ __global__ void __launch_bounds__(kThreads, cf_bwd_min_blocks(KPT))
     const A* xw = xs + (p.off & ~(V - 1));
     if constexpr (K_ > 0) {
       with_offset<V>(p.off & (V - 1), [&](auto o) {
-        cf_bwd_fast_ct<T, W, K_, ITEMS, decltype(o)::value>(p, xw, dys, ws, pdw, dbacc, dxrow, j0,
-                                                            p.ystage > 0 ? xs + p.ystage : nullptr);
+        cf_bwd_fast_ct<T, W, K_, ITEMS, decltype(o)::value>(p, xw, dys, ws, pdw, dbacc, dxrow, j0);
       });
     } else if constexpr (KPT > 0) {
       DW_ASSERT(p.fast && p.kp <= KPT);

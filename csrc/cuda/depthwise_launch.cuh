@@ -1451,26 +1451,14 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
       if (want_wb) {
         a.part = static_cast<A*>(alloc(size_t(a.split * per_split)));
       }
-      auto launch = [&](auto kern, int64_t bytes = -1) {
-        if (bytes < 0) bytes = smem;
-        prepare_kernel(kern, bytes, dev.device);
-        DW_LAUNCH(kern, grid, size_t(bytes), stream, a);
-        DW_CHECK_LAUNCH(a.ystage > 0 ? "dw_bwd_cf_kernel/ystage" : "dw_bwd_cf_kernel");
+      auto launch = [&](auto kern) {
+        prepare_kernel(kern, smem, dev.device);
+        DW_LAUNCH(kern, grid, size_t(smem), stream, a);
+        DW_CHECK_LAUNCH("dw_bwd_cf_kernel");
       };
       with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
         constexpr int KC = decltype(kc)::value;
         constexpr int IT = cf_bwd_items<T>();
-        // Compiled K on dx rows without V-element alignment: dx through the warps' shared areas
-        // behind the reduction slots (cf_bwd_fast_ct), where they fit.
-        if constexpr (KC > 0) {
-          const int64_t at = ceil_div((nsm_x + nsm_dy) * V + kp + (kp + 1) * kWarps, V) * V;
-          const int64_t bytes = (at + int64_t(kThreads) * V) * int64_t(sizeof(A));
-          if (want_x && a.dx_vec == 0 && tune.allow_ystage && tune.allow_ystage_ct && bytes <= limit) {
-            a.ystage = int(at);
-            launch(&dw_bwd_cf_kernel<T, W, KC, IT>, bytes);
-            return;
-          }
-        }
         // Run-time K with float accumulation: the dw partials in registers where kp fits a tier
         // (dx alone keeps the leaner kernel: the tiers hold up to 230 registers).
         if constexpr (KC == 0 && std::is_same_v<A, float>) {
