@@ -34,6 +34,10 @@ def bench(fn) -> float:
     return round(triton.testing.do_bench(fn, warmup=25, rep=150, return_mode="median") * 1e3, 1)
 
 
+def parse_cases(text: str) -> list[tuple[int, ...]]:
+    return [tuple(int(v) for v in c.split(",")) for c in text.split(";")] if text else CASES
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default="", help="B,C,L,K;B,C,L,K;... instead of CASES")
@@ -43,7 +47,7 @@ def main() -> None:
     if args.backward:
         backward(args)
         return
-    cases = [tuple(int(v) for v in c.split(",")) for c in args.cases.split(";")] if args.cases else CASES
+    cases = parse_cases(args.cases)
     rows_settings = ROWS[:1] if args.default_only else ROWS
     out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
            "unit": "us", "cases": []}
@@ -75,7 +79,7 @@ def main() -> None:
 
 
 def backward(args) -> None:
-    cases = [tuple(int(v) for v in c.split(",")) for c in args.cases.split(";")] if args.cases else CASES
+    cases = parse_cases(args.cases)
     out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
            "unit": "us", "what": "depthwise_conv1d_backward (dx, dw, db), 'same'", "cases": []}
     for B, C, L, K in cases:

@@ -234,8 +234,9 @@ int64_t resident_blocks(Kern kern, size_t smem, int device, int fallback) {
 // most 32 threads, four or more rows per block (H200, L418 K44 1.20x, C1024 L250 K33 1.65x, B128
 // L210 K41 2.34x): in two groups per block they lost (L835 K33 0.80x), twice the rows in flight
 // per SM storing twice as many partial sectors. 1: wherever two groups fit; 0: never.
+constexpr int64_t kRtRowGroupMaxItems = kThreads / 2;  // longer rows never share a block
 inline int64_t rt_row_group(int64_t row_items, bool y_coalesced, const Tuning& tune) {
-  if (tune.rt_rows == 0 || row_items > kThreads / 2) return kThreads;
+  if (tune.rt_rows == 0 || row_items > kRtRowGroupMaxItems) return kThreads;
   const int64_t group = ceil_div(row_items, 8) * 8;
   return tune.rt_rows > 0 || y_coalesced || group <= 32 ? group : kThreads;
 }
@@ -972,8 +973,8 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
           // sixty-fourth sessions) and stores directly.
           const bool ystage =
               std::is_same_v<T, A> && tune.allow_ystage && a.y_vec != kVecGroup &&
-              (rows > 1 || ceil_div(tile, per_item) > 1 || ceil_div(pr.Lo, NOUT) > kThreads / 2 ||
-               tune.force_ystage);
+              (rows > 1 || ceil_div(tile, per_item) > 1 ||
+               ceil_div(pr.Lo, NOUT) > kRtRowGroupMaxItems || tune.force_ystage);
           const int64_t tiles_elems = rows > 1 ? rows * gstride : slots * V + kp + V;
           const int64_t smem =
               (tiles_elems + (ystage ? cf_rt_stage_elems<A, NOUT>() : 0)) * int64_t(sizeof(A));
