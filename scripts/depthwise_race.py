@@ -15,6 +15,8 @@ backward takes the other rows kernel's tensor cores:
 
     compute-sanitizer --tool racecheck python3 -P scripts/depthwise_race.py
     compute-sanitizer --tool racecheck python3 -P scripts/depthwise_race.py staged_y   # that part alone
+    compute-sanitizer --tool racecheck python3 -P scripts/depthwise_race.py tc         # and this one
+    compute-sanitizer --tool memcheck python3 -P scripts/depthwise_race.py odd         # odd rows
 """
 
 from __future__ import annotations
@@ -52,21 +54,66 @@ def run_time_staged_y() -> None:
         torch.autograd.grad(y, (x, w), torch.randn_like(y))
 
 
-def main() -> None:
-    if sys.argv[1:] == ["staged_y"]:  # that section alone
-        run_time_staged_y()
-        return
+def tensor_core_rows() -> None:
+    """The tensor-core kernels on rows that are not 16-byte aligned: odd (2-byte rows, which the
+    backward stages in 16-byte units and realigns), 4- and 8-byte aligned (the same with
+    SEPCONV1D_DW_TC_UNITS=8), rows of several tiles (4097, 2049), a slice one element in, and a
+    run-time K beside the compiled ones (contiguous odd rows at compiled K take the register-direct
+    kernels unless SEPCONV1D_DW_REG_SHIFTED=0)."""
     os.environ["SEPCONV1D_DW_ROWS"] = "0"  # the short rows below would take the rows kernels
     for dtype, wdtype in ((torch.bfloat16, torch.bfloat16), (torch.float16, torch.float16),
                           (torch.bfloat16, torch.float32)):
         # Row lengths: odd (2-byte rows), 4-byte and 8-byte aligned, short and long.
-        for length in (211, 834, 1670, 500):
-            for k, padding in ((3, "same"), (4, "causal"), (5, (1, 3)), (9, "same"), (7, "same")):
+        for length in (211, 834, 1670, 500, 4097):
+            for k, padding in ((3, "same"), (4, "causal"), (5, (1, 3)), (9, "same"), (7, "same"), (31, (2, 40))):
                 x = torch.randn(3, 40, length, device="cuda", dtype=dtype, requires_grad=True)
                 w = torch.randn(40, k, device="cuda", dtype=wdtype, requires_grad=True)
                 b = torch.randn(40, device="cuda", dtype=wdtype, requires_grad=True)
                 y = sepconv1d.depthwise_conv1d(x, w, b, padding=padding)
                 torch.autograd.grad(y, (x, w, b), torch.randn_like(y))
+        x = torch.randn(2, 16, 2050, device="cuda", dtype=dtype)[..., 1:].requires_grad_(True)
+        w = torch.randn(16, 9, device="cuda", dtype=wdtype, requires_grad=True)
+        y = sepconv1d.depthwise_conv1d(x, w, None, padding="same")
+        torch.autograd.grad(y, (x, w), torch.randn_like(y))
+    os.environ.pop("SEPCONV1D_DW_ROWS")
+
+
+def odd_rows() -> None:
+    """Odd lengths of contiguous tensors (rows at shifts off the 16-byte grid): the register-direct
+    kernels walking each row on its own grid (compiled K, 'same', causal and 'valid' pads, rows of
+    one element up to several work items, short rows kept off the rows kernels), then the same with
+    them off (the tile and tensor-core kernels), and a run-time K (33) beside them."""
+    os.environ["SEPCONV1D_DW_ROWS"] = "0"
+    for reg in ("1", "0"):
+        os.environ["SEPCONV1D_DW_REG_SHIFTED"] = reg
+        for dtype, wdtype in ((torch.float32, torch.float32), (torch.bfloat16, torch.bfloat16),
+                              (torch.float16, torch.float32)):
+            for length in (1, 7, 13, 1001, 4097):
+                for k, padding in ((3, "same"), (4, "causal"), (5, "same"), (9, (8, 0)), (9, (0, 0)), (33, "same")):
+                    if length + sum(padding if isinstance(padding, tuple) else (0,)) < k and padding == (0, 0):
+                        continue
+                    x = torch.randn(3, 6, length, device="cuda", dtype=dtype, requires_grad=True)
+                    w = torch.randn(6, k, device="cuda", dtype=wdtype, requires_grad=True)
+                    b = torch.randn(6, device="cuda", dtype=wdtype, requires_grad=True)
+                    y = sepconv1d.depthwise_conv1d(x, w, b, padding=padding)
+                    torch.autograd.grad(y, (x, w, b), torch.randn_like(y))
+    os.environ.pop("SEPCONV1D_DW_REG_SHIFTED")
+    os.environ.pop("SEPCONV1D_DW_ROWS")
+
+
+def main() -> None:
+    if sys.argv[1:] == ["odd"]:  # that section alone
+        odd_rows()
+        return
+    if sys.argv[1:] == ["staged_y"]:  # that section alone
+        run_time_staged_y()
+        return
+    if sys.argv[1:] == ["tc"]:  # that section alone
+        tensor_core_rows()
+        return
+    tensor_core_rows()
+    odd_rows()
+    os.environ["SEPCONV1D_DW_ROWS"] = "0"
     # float32 at run-time K on rows past the short-row kernels: the tile backward with its dw
     # partials in registers (16, 32, 64 and 128 taps), many tiles per block.
     for length, k, padding in ((4099, 15, "same"), (2560, 33, (32, 0)), (6001, 63, (2, 70)),

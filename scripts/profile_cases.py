@@ -60,6 +60,9 @@ CASES = {
     "dw_bwd_bf16_k9": _dw(torch.bfloat16, 9, bwd=True),
     "dw_fwd_bf16_cl_k3": _dw(torch.bfloat16, 3, cl=True),
     "dw_bwd_f32_cl_k9": _dw(torch.float32, 9, cl=True, bwd=True),
+    # float32 backward on odd rows (4-byte aligned: the tile backward) against aligned rows.
+    "dw_bwd_f32_k9_l4097": _dw(torch.float32, 9, bwd=True, length=4097),
+    "dw_bwd_f32_k9_l4096": _dw(torch.float32, 9, bwd=True, length=4096),
     "dw_fwd_f32_k63": _dw(torch.float32, 63),
     "dw_fwd_bf16_k63": _dw(torch.bfloat16, 63),
     "dw_bwd_bf16_k63": _dw(torch.bfloat16, 63, bwd=True),

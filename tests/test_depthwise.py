@@ -287,11 +287,13 @@ def test_run_time_kernel_forward_of_long_kernels_on_unaligned_rows(monkeypatch, 
 def test_compiled_kernel_forward_on_unaligned_rows(monkeypatch, dtypes, kernel_size, y_staged):
     """Compiled kernel sizes on rows too long for the short-row kernels whose output rows are not
     16-byte aligned (odd lengths, rows one element into their storage, a view of padded rows: the
-    tile forward, not the register-direct one): y through the warps' shared areas
-    (SEPCONV1D_DW_YSTAGE "1", the default) or stored directly ("0"). Rows of several tiles with a
-    ragged end (warps partly past the row), 'same', causal and asymmetric pads. Forward and
-    gradients against float64; float64 runs the run-time-K forward (its quarter warps' areas)."""
+    tile forward: the register-direct one, which takes contiguous odd rows, is off here): y through
+    the warps' shared areas (SEPCONV1D_DW_YSTAGE "1", the default) or stored directly ("0"). Rows of
+    several tiles with a ragged end (warps partly past the row), 'same', causal and asymmetric pads.
+    Forward and gradients against float64; float64 runs the run-time-K forward (its quarter warps'
+    areas)."""
     monkeypatch.setenv("SEPCONV1D_DW_YSTAGE", y_staged)
+    monkeypatch.setenv("SEPCONV1D_DW_REG_SHIFTED", "0")
     xdtype, wdtype = dtypes
     for length, padding, layout in ((4099, "same", "contiguous"), (3001, (kernel_size - 1, 0), "sliced"),
                                     (2562, (1, kernel_size + 1), "view"), (9001, (2, kernel_size - 3 + 2), "contiguous")):
@@ -305,6 +307,36 @@ def test_compiled_kernel_forward_on_unaligned_rows(monkeypatch, dtypes, kernel_s
         bias.requires_grad_(True)
         left, right = resolve_padding(padding, kernel_size, 1, 1)
         _check_forward_and_grads(x, weight, bias, left, right, 1, f"K={kernel_size} padding={padding} L={length}")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the routing switches are read by the CUDA kernels")
+@pytest.mark.parametrize("kernel_size", [3, 4, 5, 9])
+@pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[2], DTYPES[4]], ids=dtype_pair_id)
+def test_register_kernels_on_co_aligned_odd_rows(monkeypatch, dtypes, kernel_size):
+    """The register-direct forward and backward on rows off the 16-byte grid whose x, y (dy, dx)
+    rows share the shift (contiguous tensors of odd length: each row walked on its own grid from
+    element -shift): rows of several work items, a row shorter than a vector and one of a vector
+    and a bit (short rows kept off the rows kernels), 'same' and causal pads, and 'valid' where its
+    shorter output keeps the shift (K - 1 a multiple of the elements per vector). The kernels are
+    checked by name; forward and every gradient against float64, outputs poisoned."""
+    monkeypatch.setenv("SEPCONV1D_DW_ROWS", "0")
+    xdtype, wdtype = dtypes
+    nv = 16 // torch.empty((), dtype=xdtype).element_size()
+    cases = [(4097, "same"), (5121, (kernel_size - 1, 0)), (3, "same"), (nv + 3, (kernel_size - 1, 0))]
+    if (kernel_size - 1) % nv == 0:
+        cases.append((3001, (0, 0)))
+    for length, padding in cases:
+        x = make_activation(3, 5, length, xdtype, "cuda").requires_grad_(True)
+        weight, bias = _params(5, kernel_size, wdtype, "cuda", True)
+        weight.requires_grad_(True)
+        bias.requires_grad_(True)
+        left, right = resolve_padding(padding, kernel_size, 1, 1)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            _check_forward_and_grads(x, weight, bias, left, right, 1, f"K={kernel_size} padding={padding} L={length}")
+            torch.cuda.synchronize()
+        names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        for kernel in ("dw_fwd_cf_reg_kernel", "dw_bwd_cf_reg_kernel"):
+            assert any(kernel in n for n in names), (kernel, length, padding, sorted(set(names)))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_PHASES is read by the CUDA kernels")
@@ -558,27 +590,30 @@ def _half_rows(batch, channels, length, dtype, device, view):
     return make_activation(batch, channels, length, dtype, device, view)
 
 
-# Rows of 16-bit elements that are not 16-byte aligned (on CUDA the tensor-core kernels stage them
-# in 8- / 4-byte copies or element by element and store odd-offset rows element by element):
-# Conformer's K = 31 'same' at L = 500 (8-byte rows), 1670 (4-byte) and odd 835 (2-byte), a slice
-# x[..., 1:] with dy sliced alike (every row one element in; dx is a new, contiguous tensor), and
-# channel-last views of the same shapes (other kernels, unaffected).
-@pytest.mark.parametrize("dtypes", [(torch.float16, torch.float16), (torch.float16, torch.float32),
-                                    (torch.bfloat16, torch.float32)], ids=dtype_pair_id)
-@pytest.mark.parametrize("length,view", [(500, "contiguous"), (835, "contiguous"), (1670, "contiguous"),
-                                         (500, "slice"), (500, "channels_last"), (835, "channels_last")])
-def test_long_kernel_half_rows_not_16_byte_aligned(device, length, view, dtypes):
-    xdtype, wdtype = dtypes
-    kernel_size, channels = 31, 6
-    left, right = resolve_padding("same", kernel_size, 1, 1)
+# How the CUDA tensor-core backward stages 16-bit rows that are not 16-byte aligned
+# (SEPCONV1D_DW_TC_UNITS): the default (2-byte rows staged in whole 16-byte units and realigned in
+# shared memory), every narrow row in units, and element by element (the forward's way).
+TC_STAGING = {"default": {}, "all_units": {"SEPCONV1D_DW_TC_UNITS": "8"},
+              "elements": {"SEPCONV1D_DW_TC_UNITS": "0"}}
+
+
+def _tc_staging(monkeypatch, device, staging):
+    if device != "cuda" and staging != "default":
+        pytest.skip("the tensor-core kernels' staging forms are CUDA-only")
+    for name, value in TC_STAGING[staging].items():
+        monkeypatch.setenv(name, value)
+
+
+def _check_half_rows(device, xdtype, wdtype, kernel_size, channels, length, view, padding="same"):
+    left, right = resolve_padding(padding, kernel_size, 1, 1)
     x = _half_rows(2, channels, length, xdtype, device, view)
     weight, bias = _params(channels, kernel_size, wdtype, device, True)
     what = f"K={kernel_size} L={length} {view}"
     poison_allocator(device, x.numel() * x.element_size())
-    out = sepconv1d.depthwise_conv1d(x, weight, bias, padding="same")
+    out = sepconv1d.depthwise_conv1d(x, weight, bias, padding=padding)
     assert_close_to_reference(out, unfolded_depthwise(x, weight, bias, 1, left, right, 1),
                               tolerance_for(xdtype), "forward " + what)
-    grad_out = _half_rows(2, channels, length, xdtype, device, view)
+    grad_out = _half_rows(2, channels, out.shape[-1], xdtype, device, view)
     refs = reference_grads(lambda a, w, b: unfolded_depthwise(a, w, b, 1, left, right, 1),
                            [x, weight, bias], grad_out)
     tols = (tolerance_for(xdtype), tolerance_for(wdtype), tolerance_for(wdtype))
@@ -591,6 +626,44 @@ def test_long_kernel_half_rows_not_16_byte_aligned(device, length, view, dtypes)
                 assert_close_to_reference(got, ref, tol, f"grad {name} {what} need={need}")
             else:
                 assert got is None
+
+
+# Rows of 16-bit elements that are not 16-byte aligned (on CUDA the tensor-core kernels, staging
+# forms above): Conformer's K = 31 'same' at L = 500 (8-byte rows), 1670 (4-byte) and odd 835
+# (2-byte), a slice x[..., 1:] with dy sliced alike (every row one element in; dx is a new,
+# contiguous tensor), and channel-last views of the same shapes (other kernels, unaffected).
+@pytest.mark.parametrize("staging", list(TC_STAGING))
+@pytest.mark.parametrize("dtypes", [(torch.float16, torch.float16), (torch.float16, torch.float32),
+                                    (torch.bfloat16, torch.float32)], ids=dtype_pair_id)
+@pytest.mark.parametrize("length,view", [(500, "contiguous"), (835, "contiguous"), (1670, "contiguous"),
+                                         (500, "slice"), (500, "channels_last"), (835, "channels_last")])
+def test_long_kernel_half_rows_not_16_byte_aligned(monkeypatch, device, length, view, dtypes, staging):
+    _tc_staging(monkeypatch, device, staging)
+    _check_half_rows(device, *dtypes, 31, 6, length, view)
+
+
+# Compiled kernel sizes on 16-bit rows that are not 16-byte aligned, past the short-row kernels'
+# 2048 (CUDA: the tensor-core kernels, where the register-direct ones do not take them: here off,
+# SEPCONV1D_DW_REG_SHIFTED=0, for the contiguous rows, which they take by default; a slice's x and
+# y rows are at different shifts): odd rows longer than a tile (4097: the forward's 4096-output
+# and the backward's 2048-position tiles, a partial last one), causal and 'same' pads.
+@pytest.mark.parametrize("staging", list(TC_STAGING))
+@pytest.mark.parametrize("kernel_size,length,view,padding", [
+    (3, 4097, "contiguous", "same"), (9, 4097, "contiguous", "causal"), (9, 2049, "slice", "same"),
+    (5, 3001, "contiguous", "same")])
+def test_compiled_kernel_half_rows_not_16_byte_aligned(monkeypatch, device, kernel_size, length, view,
+                                                       padding, staging):
+    _tc_staging(monkeypatch, device, staging)
+    monkeypatch.setenv("SEPCONV1D_DW_REG_SHIFTED", "0")
+    if device != "cuda":
+        _check_half_rows(device, torch.bfloat16, torch.bfloat16, kernel_size, 5, length, view, padding)
+        return
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        _check_half_rows(device, torch.bfloat16, torch.bfloat16, kernel_size, 5, length, view, padding)
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    for kernel in ("dw_fwd_cf_tc_kernel", "dw_bwd_cf_tc_kernel"):
+        assert any(kernel in n for n in names), (kernel, sorted(set(names)))
 
 
 def test_output_layout_follows_input(device):

@@ -1,6 +1,6 @@
 // Register-direct channel-first depthwise backward: dx, and the dw / db partial sums, in one pass
 // over dy and x without shared memory (stride 1, dilation 1, compiled K, compiled pad_left,
-// 16-byte-aligned rows of dy, x and dx). Torch-free; the path choice is backward() in
+// rows of dy, x and dx co-aligned: 16-byte aligned, or all at the same shift off the 16-byte grid). Torch-free; the path choice is backward() in
 // depthwise_launch.cuh.
 //
 // Why: the tile backward (dw_bwd_cf_kernel) stages both tiles global -> registers -> fp32 shared
@@ -44,9 +44,11 @@ constexpr int64_t reg_bwd_span() {
   return int64_t(32) * kRegVecsBwd * int64_t(16 / sizeof(T));
 }
 
-// p.ntiles: work items per row = ceil(max(L, Lo) / SPAN); p.work = B * p.ntiles items per channel;
+// p.ntiles: work items per row = ceil(max(L, Lo) / SPAN), ceil((max(L, Lo) + NV - 1) / SPAN) with
+// kShift (rows off the 16-byte grid, dy, x and dx co-aligned: positions on dy's row grid, as in
+// the forward); p.work = B * p.ntiles items per channel;
 // p.split: blocks per channel (grid = C * split). p.part: [split][K + 1][C] when dw or db is wanted.
-template <typename T, typename W, int K_, int P>
+template <typename T, typename W, int K_, int P, bool kShift>
 __global__ void __launch_bounds__(kThreads, kRegBwdMinBlocks)
     dw_bwd_cf_reg_kernel(const BwdArgs<T, W> p) {
   using WinX = RegWindow<T, K_, P>;           // x around a dy vector (weight gradient)
@@ -70,9 +72,9 @@ __global__ void __launch_bounds__(kThreads, kRegBwdMinBlocks)
 
   for (int64_t wi = sidx * kWarps + warp; wi < p.work; wi += p.split * kWarps) {
     const int64_t b = udiv(wi, p.ntiles);
-    const int64_t e0 = (wi - b * p.ntiles) * SPAN;
     const T* dyrow = p.dy + b * p.dysb + c * p.dysc;
     const T* xrow = p.x + b * p.xsb + c * p.xsc;
+    const int64_t e0 = (wi - b * p.ntiles) * SPAN - (kShift ? reg_row_shift(dyrow) : 0);
     const int64_t el = e0 + int64_t(lane) * NV;
 
     // All loads of the item first; checks only near the row ends (warp-uniform tests).
@@ -82,22 +84,22 @@ __global__ void __launch_bounds__(kThreads, kRegBwdMinBlocks)
     uint32_t xedge[4] = {0u, 0u, 0u, 0u};
     auto load_dy = [&](bool checked) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) reg_load<T>(dyrow, el + u * STEP, p.Lo, checked, dyr[u]);
+      for (int u = 0; u < U; ++u) reg_load<T, kShift>(dyrow, el + u * STEP, p.Lo, checked, dyr[u]);
       if (p.want_x) {
         if (lane >= 32 - WinD::HL) {
-          reg_load<T>(dyrow, el - STEP, p.Lo, checked, dedge);
+          reg_load<T, kShift>(dyrow, el - STEP, p.Lo, checked, dedge);
         } else if (lane < WinD::HR) {
-          reg_load<T>(dyrow, el + SPAN, p.Lo, checked, dedge);
+          reg_load<T, kShift>(dyrow, el + SPAN, p.Lo, checked, dedge);
         }
       }
     };
     auto load_x = [&](bool checked) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) reg_load<T>(xrow, el + u * STEP, p.L, checked, xr[u]);
+      for (int u = 0; u < U; ++u) reg_load<T, kShift>(xrow, el + u * STEP, p.L, checked, xr[u]);
       if (lane >= 32 - WinX::HL) {
-        reg_load<T>(xrow, el - STEP, p.L, checked, xedge);
+        reg_load<T, kShift>(xrow, el - STEP, p.L, checked, xedge);
       } else if (lane < WinX::HR) {
-        reg_load<T>(xrow, el + SPAN, p.L, checked, xedge);
+        reg_load<T, kShift>(xrow, el + SPAN, p.L, checked, xedge);
       }
     };
     if (e0 - WinD::HL * NV >= 0 && e0 + SPAN + WinD::HR * NV <= p.Lo) {
@@ -112,7 +114,7 @@ __global__ void __launch_bounds__(kThreads, kRegBwdMinBlocks)
         load_x(true);
       }
     }
-    const bool full_item = e0 + SPAN <= p.L;  // warp-uniform: every dx store a whole vector
+    const bool full_item = (!kShift || e0 >= 0) && e0 + SPAN <= p.L;  // warp-uniform: whole dx vectors
     T* dxrow = p.want_x ? p.dx + b * p.dxsb + c * p.dxsc : nullptr;
 
 #pragma unroll
@@ -148,16 +150,8 @@ __global__ void __launch_bounds__(kThreads, kRegBwdMinBlocks)
         const int64_t i = el + u * STEP;
         if (full_item) {
           cf_store_full<T>(dxrow + i, acc);
-        } else if (i < p.L) {
-          const int64_t rem = p.L - i;
-          if (rem >= NV) {
-            cf_store_full<T>(dxrow + i, acc);
-          } else {  // the row's ragged last vector
-#pragma unroll
-            for (int e = 0; e < NV; ++e) {
-              if (e < int(rem)) dxrow[i + e] = out_cvt<T>(acc[e]);
-            }
-          }
+        } else {
+          reg_store_checked<T, kShift>(dxrow, i, p.L, acc);
         }
       }
     }

@@ -102,6 +102,10 @@ bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
 // are not 16-byte aligned directly instead of through shared memory (cf_rt_items_staged,
 // cf_fwd_fast); SEPCONV1D_DW_YSTAGE_CT=0 only the compiled-K forward's (cf_fwd_fast);
 // SEPCONV1D_DW_YSTAGE=2 stages wherever the run-time-K forward can (one item per thread too).
+// SEPCONV1D_DW_TC_UNITS: the tensor-core backward stages rows of at most that alignment in bytes
+// (2, 4 or 8) in whole 16-byte units, "0" 2-byte rows element by element (A/B).
+// SEPCONV1D_DW_REG_SHIFTED=0: the register-direct CF kernels on 16-byte-aligned rows only (not on
+// co-aligned rows at a shift, A/B).
 // SEPCONV1D_DW_SPECIALIZED=0 turns the
 // compiled kernel sizes off (every K then runs as a run-time or padded K: A/B runs).
 dwk::Tuning tuning() {
@@ -137,6 +141,10 @@ dwk::Tuning tuning() {
   }
   const char* ystage_ct = std::getenv("SEPCONV1D_DW_YSTAGE_CT");
   if (ystage_ct != nullptr && *ystage_ct != '\0') t.allow_ystage_ct = std::atoi(ystage_ct) != 0;
+  const char* tc_units = std::getenv("SEPCONV1D_DW_TC_UNITS");  // A/B of the unit staging
+  if (tc_units != nullptr && *tc_units != '\0') t.tc_units = std::atoi(tc_units);
+  const char* reg_shifted = std::getenv("SEPCONV1D_DW_REG_SHIFTED");
+  if (reg_shifted != nullptr && *reg_shifted != '\0') t.reg_shifted = std::atoi(reg_shifted) != 0;
   const char* words_bwd = std::getenv("SEPCONV1D_DW_ROWS_WORDS_BWD");
   if (words_bwd != nullptr && *words_bwd != '\0') t.rows_words_bwd = std::atoi(words_bwd) != 0 ? 1 : 0;
   return t;

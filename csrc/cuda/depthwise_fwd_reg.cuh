@@ -1,5 +1,5 @@
 // Register-direct depthwise forwards without shared memory: channel-first (stride 1, dilation 1,
-// compiled K, 16-byte-aligned rows of x and y, compiled pad_left) and, at the end of the file,
+// compiled K, co-aligned rows of x and y, compiled pad_left) and, at the end of the file,
 // channel-last (same, with 16-byte-aligned positions and any padding).
 // Torch-free, like depthwise_kernels.cuh; the path choice is forward() in depthwise_launch.cuh.
 //
@@ -13,15 +13,17 @@
 // one (b, c) row (1024 outputs for half types, 512 for float). Lane l owns the vectors
 // v0 + 32u + l (u < kRegVecs): every load and store instruction of the warp covers 512
 // consecutive bytes. Output vector v reads x elements [v*NV - P, v*NV + NV - 1 + K - 1 - P]
-// (P = pad_left), i.e. x vectors v - HL .. v + HR of the same index grid (x and y rows both start
-// 16-byte aligned); vector v - h is lane l - h's vector of the same step, or for the first h
-// lanes, lane 32 - h + l's vector of the previous step. One more register vector per lane (`edge`)
+// (P = pad_left), i.e. x vectors v - HL .. v + HR of the same index grid (x and y rows co-aligned:
+// both 16-byte aligned, or both the same shift s past it, as the odd-length rows of contiguous
+// tensors are; vector v then starts at element NV v - s); vector v - h is lane l - h's vector of
+// the same step, or for the first h lanes, lane 32 - h + l's vector of the previous step. One more register vector per lane (`edge`)
 // holds the step-(-1) vector for lanes >= 32 - HL and the step-kRegVecs vector for lanes < HR, so
 // only those few lanes load anything twice. Every load of the item is issued before any compute.
 //
-// Row edges: vectors wholly outside [0, L) are zeros without a memory access, the ragged last
-// vector is loaded element by element; items whose loads all lie inside the row (a warp-uniform
-// test) skip the checks. Stores are 16-byte, element by element only for a ragged last vector.
+// Row edges: vectors wholly outside [0, L) are zeros without a memory access, a vector across the
+// row's start or end is loaded element by element; items whose loads all lie inside the row (a
+// warp-uniform test) skip the checks. Stores are 16-byte, element by element only for a vector
+// across the row's start or end.
 //
 // Arithmetic matches dw_fwd_cf_kernel bit for bit: fp32 accumulator starts at the bias (or 0),
 // one fmaf per tap in tap order k = 0..K-1, then one rounding to T.
@@ -35,10 +37,11 @@ namespace dwk {
 
 constexpr int kRegVecs = 4;           // 16-byte vectors per lane per work item (64 B in flight)
 // __launch_bounds__ minimum blocks per SM: 64 registers (32 warps per SM) for K <= 5; K = 9 holds
-// 9 weights and a 16-element window: 72 registers (28 warps, 56 KB of loads in flight per SM).
-template <int K_>
+// 9 weights and a 16-element window: 72 registers (28 warps, 56 KB of loads in flight per SM);
+// float32 K = 9 on rows off the 16-byte grid (kShift) spilled 20 bytes there: 80 (24 warps).
+template <typename T, int K_, bool kShift>
 constexpr int reg_fwd_min_blocks() {
-  return K_ <= 5 ? 8 : 7;
+  return K_ <= 5 ? 8 : (kShift && sizeof(T) == 4 ? 6 : 7);
 }
 
 // Elements per work item (one warp).
@@ -86,10 +89,23 @@ struct RegWindow {
   }
 };
 
-// One 16-byte vector of x at element e of a unit-stride row of length len, as raw words. checked:
-// zeros outside [0, len), element by element for a ragged last vector (e is a multiple of NV, so
-// a vector is wholly inside, ragged, or wholly outside).
+// The row's shift: how many elements its start lies past a 16-byte boundary. The register-direct
+// kernels walk each row on its own 16-byte grid, from element -shift (rows of every tensor of a
+// launch co-aligned: the same shift, cf_coaligned in depthwise_launch.cuh; 0 on aligned rows).
 template <typename T>
+DW_DEV int reg_row_shift(const T* row) {
+  const int s = int((reinterpret_cast<uintptr_t>(row) / sizeof(T)) & (16 / sizeof(T) - 1));
+#ifdef DW_EMULATE
+  if (s != 0) g_emu_reg_shifted_items += 1;
+#endif
+  return s;
+}
+
+// One 16-byte vector of x at element e of a unit-stride row of length len, as raw words (row + e
+// 16-byte aligned). checked: zeros outside [0, len), element by element for a vector across the
+// row's end or (kShift: rows off the 16-byte grid) its start (e is on the row's grid, so a vector
+// is wholly inside, across an end, or wholly outside).
+template <typename T, bool kShift>
 DW_DEV void reg_load(const T* row, int64_t e, int64_t len, bool checked, uint32_t (&r)[4]) {
   constexpr int NV = int(16 / sizeof(T));
   if (!checked || (e >= 0 && e + NV <= len)) {
@@ -106,6 +122,12 @@ DW_DEV void reg_load(const T* row, int64_t e, int64_t len, bool checked, uint32_
 #pragma unroll
     for (int i = 0; i < NV; ++i) t[i] = i < rem ? row[e + i] : zero_of<T>();
     memcpy(r, t, 16);
+  } else if (kShift && e < 0 && e + NV > 0) {  // across the row's start: i < -e before it
+    const int before = int(-e);
+    T t[NV];
+#pragma unroll
+    for (int i = 0; i < NV; ++i) t[i] = i >= before && e + i < len ? row[e + i] : zero_of<T>();
+    memcpy(r, t, 16);
   } else {
     r[0] = r[1] = r[2] = r[3] = 0u;  // +0.0 in every type
   }
@@ -120,6 +142,31 @@ DW_DEV void cf_store_full(T* q, const float* v) {
   } else {
     st_v4u32(q, pack2<T>(v[0], v[1]), pack2<T>(v[2], v[3]), pack2<T>(v[4], v[5]),
              pack2<T>(v[6], v[7]));
+  }
+}
+
+// NV outputs of a vector at element j of a unit-stride row of length len (row + j 16-byte
+// aligned): one store inside the row, element by element across its end or (kShift) its start,
+// none outside.
+template <typename T, bool kShift>
+DW_DEV void reg_store_checked(T* row, int64_t j, int64_t len, const float* v) {
+  constexpr int NV = int(16 / sizeof(T));
+  if (j >= 0 && j < len) {
+    const int64_t rem = len - j;
+    if (rem >= NV) {
+      cf_store_full<T>(row + j, v);
+    } else {  // the row's ragged last vector
+#pragma unroll
+      for (int i = 0; i < NV; ++i) {
+        if (i < int(rem)) row[j + i] = out_cvt<T>(v[i]);
+      }
+    }
+  } else if (kShift && j < 0 && j + NV > 0) {  // across the row's start
+    const int before = int(-j);
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+      if (i >= before && j + i < len) row[j + i] = out_cvt<T>(v[i]);
+    }
   }
 }
 
@@ -178,9 +225,12 @@ DW_DEV void reg_window(const uint32_t (&own)[U][4], const uint32_t (&edge)[4], i
   }
 }
 
-// p.ntiles: work items (warps) per row = ceil(Lo / SPAN); p.total = B * C * p.ntiles.
-template <typename T, typename W, int K_, int P>
-__global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<K_>())
+// p.ntiles: work items (warps) per row = ceil(Lo / SPAN); p.total = B * C * p.ntiles. kShift:
+// rows may start off the 16-byte grid (x and y co-aligned), each item from element -shift of its
+// span, p.ntiles = ceil((Lo + NV - 1) / SPAN) (a kernel of its own: the head checks cost the
+// float32 K 9 kernel 8 registers, reg_fwd_min_blocks, which the aligned rows do not pay).
+template <typename T, typename W, int K_, int P, bool kShift>
+__global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<T, K_, kShift>())
     dw_fwd_cf_reg_kernel(const FwdArgs<T, W> p) {
   using Win = RegWindow<T, K_, P>;
   constexpr int NV = Win::NV;
@@ -194,11 +244,12 @@ __global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<K_>())
   for (int64_t item = int64_t(blockIdx.x) * kWarps + int64_t(threadIdx.x >> 5); item < p.total;
        item += nwarps) {
     const int64_t row = udiv(item, p.ntiles);
-    const int64_t e0 = (item - row * p.ntiles) * SPAN;  // first output (and x element) of the item
     const int64_t b = udiv(row, p.C);
     const int64_t c = row - b * p.C;
     const T* xrow = p.x + b * p.xsb + c * p.xsc;
     T* yrow = p.y + b * p.ysb + c * p.ysc;
+    // First output (and x element) of the item, on the row's 16-byte grid (x's shift is y's).
+    const int64_t e0 = (item - row * p.ntiles) * SPAN - (kShift ? reg_row_shift(yrow) : 0);
     const int64_t el = e0 + int64_t(lane) * NV;  // this lane's first vector
 
     // All x loads of the item first (memory-level parallelism), checks only near row edges.
@@ -206,11 +257,11 @@ __global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<K_>())
     uint32_t edge[4] = {0u, 0u, 0u, 0u};
     auto load_all = [&](bool checked) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) reg_load<T>(xrow, el + u * STEP, p.L, checked, xr[u]);
+      for (int u = 0; u < U; ++u) reg_load<T, kShift>(xrow, el + u * STEP, p.L, checked, xr[u]);
       if (lane >= 32 - HL) {
-        reg_load<T>(xrow, el - STEP, p.L, checked, edge);  // step -1
+        reg_load<T, kShift>(xrow, el - STEP, p.L, checked, edge);  // step -1
       } else if (lane < HR) {
-        reg_load<T>(xrow, el + SPAN, p.L, checked, edge);  // step U
+        reg_load<T, kShift>(xrow, el + SPAN, p.L, checked, edge);  // step U
       }
     };
     if (e0 - HL * NV >= 0 && e0 + SPAN + HR * NV <= p.L) {  // warp-uniform
@@ -218,7 +269,7 @@ __global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<K_>())
     } else {
       load_all(true);
     }
-    const bool full_item = e0 + SPAN <= p.Lo;  // warp-uniform: every store a whole vector
+    const bool full_item = (!kShift || e0 >= 0) && e0 + SPAN <= p.Lo;  // warp-uniform: whole vectors
     float wr[K_];
 #pragma unroll
     for (int k = 0; k < K_; ++k) wr[k] = float(in_cvt(p.w[c * K_ + k]));
@@ -242,16 +293,8 @@ __global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<K_>())
       const int64_t j = el + u * STEP;
       if (full_item) {
         cf_store_full<T>(yrow + j, acc);
-      } else if (j < p.Lo) {
-        const int64_t rem = p.Lo - j;
-        if (rem >= NV) {
-          cf_store_full<T>(yrow + j, acc);
-        } else {  // the row's ragged last vector
-#pragma unroll
-          for (int i = 0; i < NV; ++i) {
-            if (i < int(rem)) yrow[j + i] = out_cvt<T>(acc[i]);
-          }
-        }
+      } else {
+        reg_store_checked<T, kShift>(yrow, j, p.Lo, acc);
       }
     }
   }

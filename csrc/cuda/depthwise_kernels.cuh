@@ -1067,6 +1067,8 @@ DW_DEV void dw_cp_async16(SharedAddr saddr, const void* gmem) {
 // elements), over all emulated launches.
 inline std::atomic<long long> g_tc_emu_staged[17];
 inline std::atomic<long long> g_tc_emu_stored[5];
+inline std::atomic<long long> g_tc_emu_realigned{0};  // shared rows built from 16-byte units
+inline std::atomic<long long> g_emu_reg_shifted_items{0};  // register-direct items of shifted rows
 template <int BYTES>
 inline void dw_cp_async(void* smem, const void* gmem, int src_bytes) {
   static_assert(BYTES == 16 || BYTES == 8 || BYTES == 4, "cp.async copies 4, 8 or 16 bytes");

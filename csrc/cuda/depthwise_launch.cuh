@@ -72,6 +72,11 @@ struct Tuning {
   bool allow_reg_fwd = true;      // register-direct CF and CL forwards (depthwise_fwd_reg.cuh)
   bool allow_reg_bwd = true;      // register-direct CF and CL backwards (depthwise_bwd_reg*.cuh)
   bool allow_tc = true;           // tensor-core CF forward / backward of half types (depthwise_tc.cuh)
+  int tc_units = 2;               // ... the backward staging rows of alignment <= tc_units bytes
+                                  // in whole 16-byte units (TcAlign::units; 0: 2-byte rows
+                                  // element-wise)
+  bool reg_shifted = true;        // register-direct CF kernels on co-aligned rows off the 16-byte
+                                  // grid too (cf_coaligned), each row on its own grid
   bool force_direct = false;
   int64_t smem_limit = -1;        // < 0: the device limit
   int64_t max_grid = INT_MAX;     // cap on grid size (tests force the grid-stride loops)
@@ -150,6 +155,29 @@ int cf_vec_level(const void* p, const Desc3& t) {
   if (cf_vec_ok<T, G * V>(p, t)) return kVecGroup;
   return cf_vec_ok<T, V>(p, t) ? kVecOne : 0;
 }
+// Calls f(std::true_type{}) or f(std::false_type{}): a run-time flag as a template argument.
+template <typename F>
+void with_flag(bool flag, F&& f) {
+  if (flag) {
+    f(std::true_type{});
+  } else {
+    f(std::false_type{});
+  }
+}
+
+// Whether every row of CF tensors a and b (B x C rows) lies at the same shift off the 16-byte grid,
+// which the register-direct kernels need (they walk each row on its own grid, reg_row_shift): the
+// base pointers, and the batch and channel strides where those dimensions have more than one
+// entry, agree modulo 16 bytes. Rows 16-byte aligned in both are co-aligned.
+template <typename T>
+bool cf_coaligned(const void* a, const Desc3& ad, const void* b, const Desc3& bd, int64_t B,
+                  int64_t C) {
+  const auto m16 = [](int64_t v) { return v % 16 == 0; };
+  const int64_t e = int64_t(sizeof(T));
+  return m16(int64_t(reinterpret_cast<uintptr_t>(a) - reinterpret_cast<uintptr_t>(b))) &&
+         (B <= 1 || m16((ad.sb - bd.sb) * e)) && (C <= 1 || m16((ad.sc - bd.sc) * e));
+}
+
 template <typename T, int V, int G>
 int cl_vec_level(const void* p, const Desc3& t) {
   if (cl_vec_ok<T, G * V>(p, t)) return kVecGroup;
@@ -885,15 +913,21 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
     with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
       constexpr int KC = decltype(kc)::value;
       if constexpr (KC > 0) {
-        if (tune.allow_reg_fwd && a.x_vec == kVecGroup && a.y_vec == kVecGroup) {
+        // Rows off the 16-byte grid at the same shift in x and y (odd lengths): the same kernel,
+        // each row on its own grid (items from element -shift, so one more vector may be needed).
+        const bool aligned = a.x_vec == kVecGroup && a.y_vec == kVecGroup;
+        if (tune.allow_reg_fwd &&
+            (aligned || (tune.reg_shifted && cf_coaligned<T>(x, xd, y, yd, pr.B, pr.C)))) {
           FwdArgs<T, W> ra = a;
-          ra.ntiles = ceil_div(pr.Lo, reg_fwd_span<T>());  // warp work items per row
+          ra.ntiles = ceil_div(pr.Lo + (aligned ? 0 : N - 1), reg_fwd_span<T>());  // items per row
           ra.total = pr.B * pr.C * ra.ntiles;
           const int64_t grid =
               clamp64(ceil_div(ra.total, kWarps), 1, std::min<int64_t>(tune.max_grid, INT_MAX));
           launched = with_reg_pad<KC>(pr.pl, [&](auto pc) {
-            auto kern = &dw_fwd_cf_reg_kernel<T, W, KC, decltype(pc)::value>;
-            DW_LAUNCH(kern, grid, size_t(0), stream, ra);
+            with_flag(!aligned, [&](auto shift) {
+              auto kern = &dw_fwd_cf_reg_kernel<T, W, KC, decltype(pc)::value, decltype(shift)::value>;
+              DW_LAUNCH(kern, grid, size_t(0), stream, ra);
+            });
             DW_CHECK_LAUNCH("dw_fwd_cf_reg_kernel");
           });
           if (launched) return;
@@ -1329,22 +1363,31 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
     }
     // Compiled K and pad_left with 16-byte-aligned rows of every tensor read or written: the
     // register-direct kernel (one warp per SPAN positions of a row, blocks per channel).
-    if (fast && tune.allow_reg_bwd && a.dy_vec == kVecGroup && (!want_w || a.x_vec == kVecGroup) &&
-        (!want_x || a.dx_vec == kVecGroup)) {
+    // Rows off the 16-byte grid at the same shift in dy, x and dx (odd lengths): the same kernel,
+    // each row on its own grid.
+    const bool reg_aligned = a.dy_vec == kVecGroup && (!want_w || a.x_vec == kVecGroup) &&
+                             (!want_x || a.dx_vec == kVecGroup);
+    const bool reg_coaligned = tune.reg_shifted &&
+                               (!want_w || cf_coaligned<T>(dy, dyd, x, xd, pr.B, pr.C)) &&
+                               (!want_x || cf_coaligned<T>(dy, dyd, dx, dxd, pr.B, pr.C));
+    if (fast && tune.allow_reg_bwd && (reg_aligned || reg_coaligned)) {
       bool launched = false;
       with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
         constexpr int KC = decltype(kc)::value;
         if constexpr (KC > 0) {
           BwdArgs<T, W> ra = a;
-          ra.ntiles = ceil_div(std::max(pr.L, pr.Lo), reg_bwd_span<T>());
+          constexpr int64_t NVB = 16 / int64_t(sizeof(T));  // elements per vector
+          ra.ntiles = ceil_div(std::max(pr.L, pr.Lo) + (reg_aligned ? 0 : NVB - 1), reg_bwd_span<T>());
           ra.work = pr.B * ra.ntiles;
           ra.split = cap_split(choose_split(pr.C, ceil_div(ra.work, kWarps), dev, tune));
           const int64_t grid = pr.C * ra.split;
           DW_HOST_CHECK(grid <= INT_MAX, "sepconv1d: too many channels for the CUDA grid");
           launched = with_reg_pad<KC>(pr.pl, [&](auto pc) {
             if (want_wb) ra.part = static_cast<A*>(alloc(size_t(ra.split * per_split)));
-            auto kern = &dw_bwd_cf_reg_kernel<T, W, KC, decltype(pc)::value>;
-            DW_LAUNCH(kern, grid, size_t(0), stream, ra);
+            with_flag(!reg_aligned, [&](auto shift) {
+              auto kern = &dw_bwd_cf_reg_kernel<T, W, KC, decltype(pc)::value, decltype(shift)::value>;
+              DW_LAUNCH(kern, grid, size_t(0), stream, ra);
+            });
             DW_CHECK_LAUNCH("dw_bwd_cf_reg_kernel");
             if (want_wb) launch_reduce(ra.part, ra.split);
           });
@@ -1362,6 +1405,7 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
       al.dy = cf_row_granule<T>(dy, dyd);
       if (want_w) al.x = cf_row_granule<T>(x, xd);
       if (want_x) al.out = cf_row_granule<T>(dx, dxd);
+      al.units = tune.tc_units;
       bool launched = false;
       with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
         if constexpr (sizeof(T) == 2) {
@@ -1390,8 +1434,11 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
           ta.split = cap_split(choose_split(pr.C, ta.work, dev, tune));
           const int64_t grid = pr.C * ta.split;
           DW_HOST_CHECK(grid <= INT_MAX, "sepconv1d: too many channels for the CUDA grid");
-          // Two staging buffers; the end-of-block reduction reuses them (D sums and db).
-          const int64_t smem = std::max<int64_t>(2 * (nsm_dy + nsm_x) * 16,
+          // Two staging buffers, and two raw areas of a unit more per tensor in 16-byte units
+          // (dy, and x where dw is wanted); the end-of-block reduction reuses them (D sums, db).
+          const int64_t raw = (al.by_units(al.dy) ? nsm_dy + 1 : 0) +
+                              (want_w && al.by_units(al.x) ? nsm_x + 1 : 0);
+          const int64_t smem = std::max<int64_t>(2 * (nsm_dy + nsm_x + raw) * 16,
                                                  int64_t(16 * kTcMaxShifts * 8 + kWarps) * 4);
           if (want_wb) ta.part = static_cast<A*>(alloc(size_t(ta.split * per_split)));
           with_tc_shifts(std::max(ta.sd, ta.sx), [&](auto sc) {

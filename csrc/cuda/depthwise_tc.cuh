@@ -38,6 +38,10 @@
 //   DY are both read by ldmatrix.trans from the staged rows (the MMA's reduction runs over
 //   positions), D stays in fp32 accumulators for all tiles of the block, and the diagonal sums are
 //   taken once at the end (fixed order: dw / db bit-identical run to run).
+// Its 2-byte rows (odd element offsets) are copied as whole 16-byte units into a raw area and
+// realigned in shared memory after the wait (tc_stage_units / tc_realign): asynchronous like the
+// aligned rows' copies, where the forward loads them element by element (the units measured no
+// faster there: csrc/NOTES.md, sixty-fifth session).
 #pragma once
 
 #include "cuda/depthwise_fwd_reg.cuh"
@@ -145,6 +149,9 @@ struct TcAlign {
   int x = 16;    // x rows (forward; backward when dw is wanted)
   int dy = 16;   // dy rows (backward)
   int out = 16;  // y (forward) / dx (backward) rows: element pairs stored where >= 4
+  int units = 0;  // backward: staged rows of alignment <= units (and < 16) go in whole 16-byte
+                  // units (tc_stage_units, then tc_realign); 0: never (Tuning::tc_units)
+  constexpr bool by_units(int gran) const { return gran < 16 && gran <= units; }
 };
 
 // 16-byte shared store of four words (the element-wise staging).
@@ -204,6 +211,78 @@ DW_DEV void tc_stage_elems(T* dst, const T* row, int64_t g0, int64_t len, int nr
     }
     tc_st_shared16(dst + int64_t(v) * 8, h[0] | (h[1] << 16), h[2] | (h[3] << 16),
                    h[4] | (h[5] << 16), h[6] | (h[7] << 16));
+  }
+}
+
+// Rows not 16-byte aligned, in whole 16-byte units (TcAlign::by_units): the copies of shared rows
+// [0, nrows) of 8 elements from element g0 (a multiple of 8) land as nrows + 1 raw units, unit i
+// holding elements [g0 - m + 8i, + 8) of the row, m = the row's misalignment in elements (g0 keeps
+// it). tc_realign then builds each shared row from two neighbouring units. One asynchronous 16-byte
+// copy per unit replaces eight 2-byte loads (tc_stage_elems) or two to four narrow copies. Units
+// outside [0, len) are zero-filled and the one across len copies only the row's bytes; the one
+// across 0 is copied whole (the 16-byte unit of the row's first element, so inside the
+// allocation), and tc_realign clears its cells before 0.
+template <typename T>
+DW_DEV int tc_row_shift(const T* row) {
+  return int((reinterpret_cast<uintptr_t>(row) / sizeof(T)) & 7);
+}
+template <typename T>
+DW_DEV void tc_stage_units(T* raw, const T* row, int64_t g0, int64_t len, int nrows) {
+  static_assert(sizeof(T) == 2, "8 elements per 16-byte unit");
+  const int64_t u0 = g0 - tc_row_shift(row);  // element of the first unit's first cell
+  const T* base = row + u0;                     // 16-byte aligned (an empty copy's source too)
+  const int t = int(threadIdx.x);
+  if (u0 >= 0 && u0 + int64_t(nrows + 1) * 8 <= len) {  // interior: no checks, pointer steps
+    const T* src = base + t * 8;
+    T* d = raw + t * 8;
+    for (int v = t; v <= nrows; v += kThreads, src += kThreads * 8, d += kThreads * 8) {
+      dw_cp_async<16>(d, src, 16);
+    }
+    return;
+  }
+  for (int v = t; v <= nrows; v += kThreads) {
+    const int64_t e = u0 + int64_t(v) * 8;
+    const int64_t n = (e >= len || e + 8 <= 0) ? 0 : (len - e < 8 ? len - e : 8);
+    dw_cp_async<16>(raw + int64_t(v) * 8, n > 0 ? base + int64_t(v) * 8 : base, int(n) * 2);
+  }
+}
+
+// Shared rows [0, nrows) from the raw units of tc_stage_units (same row, g0, nrows): row v is cells
+// m.. of unit v and the first m of unit v + 1, cells before the row's element 0 cleared.
+template <typename T>
+DW_DEV void tc_realign(T* dst, const T* raw, const T* row, int64_t g0, int nrows) {
+  const int m = tc_row_shift(row);
+  for (int v = int(threadIdx.x); v < nrows; v += kThreads) {
+    const uint4 a = *reinterpret_cast<const uint4*>(raw + int64_t(v) * 8);
+    const uint4 b = *reinterpret_cast<const uint4*>(raw + int64_t(v) * 8 + 8);
+    uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    // Words m / 2 .. m / 2 + 4 to the front (m is uniform: no divergence), then the half-word.
+    if (m & 4) {
+#pragma unroll
+      for (int i = 0; i < 6; ++i) w[i] = w[i + 2];
+    }
+    if (m & 2) {
+#pragma unroll
+      for (int i = 0; i < 5; ++i) w[i] = w[i + 1];
+    }
+    uint32_t o[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) o[j] = (m & 1) ? ((w[j] >> 16) | (w[j + 1] << 16)) : w[j];
+    const int64_t before = -(g0 + int64_t(v) * 8);  // cells of the row before element 0
+    if (before > 0) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if (2 * j + 1 < before) {
+          o[j] = 0u;
+        } else if (2 * j < before) {
+          o[j] &= 0xffff0000u;
+        }
+      }
+    }
+    tc_st_shared16(dst + int64_t(v) * 8, o[0], o[1], o[2], o[3]);
+#ifdef DW_EMULATE
+    g_tc_emu_realigned += 1;
+#endif
   }
 }
 
@@ -418,17 +497,33 @@ __global__ void __launch_bounds__(kThreads, 4)
   // rdx rows into the staged dy.
   const int64_t ex = -(int64_t(p.K) - 1 - p.pl) - p.od;
   const int rdx = int((ex - p.dlo) / 8);
-  // Two staging buffers (dy rows, then x rows): the next tile's copies fly during this one.
-  auto stage = [&](int64_t wi, T* dst) {
+  // Two staging buffers (dy rows, then x rows): the next tile's copies fly during this one. Rows
+  // in 16-byte units (al.by_units) land in one of two raw areas behind them first (dy's units,
+  // then x's; tc_stage_units).
+  const bool dy_units = al.by_units(al.dy);
+  const bool x_units = p.want_w && al.by_units(al.x);
+  const int64_t raw_dy = dy_units ? int64_t(p.nsm_dy + 1) * 8 : 0;  // elements per raw area
+  const int64_t raw_buf = raw_dy + (x_units ? int64_t(p.nsm_x + 1) * 8 : 0);
+  T* const raw = sbase + 2 * buf;
+  auto dy_row = [&](int64_t b) { return p.dy + b * p.dysb + c * p.dysc; };
+  auto x_row = [&](int64_t b) { return p.x + b * p.xsb + c * p.xsc; };
+  auto stage = [&](int64_t wi, int par) {
     const int64_t b = udiv(wi, p.ntiles);
     const int64_t p0 = (wi - b * p.ntiles) * p.tile;
-    tc_stage<T>(dst, p.dy + b * p.dysb + c * p.dysc, p0 + p.dlo, p.Lo, p.nsm_dy, al.dy);
-    if (p.want_w) {
-      tc_stage<T>(dst + int64_t(p.nsm_dy) * 8, p.x + b * p.xsb + c * p.xsc, p0 - p.pl - p.ox, p.L,
-                  p.nsm_x, al.x);
+    T* dst = sbase + par * buf;
+    T* rdst = raw + par * raw_buf;
+    if (dy_units) {
+      tc_stage_units<T>(rdst, dy_row(b), p0 + p.dlo, p.Lo, p.nsm_dy);
+    } else {
+      tc_stage<T>(dst, dy_row(b), p0 + p.dlo, p.Lo, p.nsm_dy, al.dy);
+    }
+    if (x_units) {
+      tc_stage_units<T>(rdst + raw_dy, x_row(b), p0 - p.pl - p.ox, p.L, p.nsm_x);
+    } else if (p.want_w) {
+      tc_stage<T>(dst + int64_t(p.nsm_dy) * 8, x_row(b), p0 - p.pl - p.ox, p.L, p.nsm_x, al.x);
     }
   };
-  if (sidx < p.work) stage(sidx, sbase);
+  if (sidx < p.work) stage(sidx, 0);
   dw_cp_commit();
   int parity = 0;
   for (int64_t wi = sidx; wi < p.work; wi += p.split, parity ^= 1) {
@@ -436,10 +531,16 @@ __global__ void __launch_bounds__(kThreads, 4)
     const int64_t p0 = (wi - b * p.ntiles) * p.tile;
     T* dys = sbase + parity * buf;
     T* xs = dys + int64_t(p.nsm_dy) * 8;
-    if (wi + p.split < p.work) stage(wi + p.split, sbase + (parity ^ 1) * buf);
+    if (wi + p.split < p.work) stage(wi + p.split, parity ^ 1);
     dw_cp_commit();
     dw_cp_wait<1>();
     __syncthreads();
+    if (dy_units || x_units) {  // uniform
+      const T* rsrc = raw + parity * raw_buf;
+      if (dy_units) tc_realign<T>(dys, rsrc, dy_row(b), p0 + p.dlo, p.nsm_dy);
+      if (x_units) tc_realign<T>(xs, rsrc + raw_dy, x_row(b), p0 - p.pl - p.ox, p.nsm_x);
+      __syncthreads();
+    }
     if (p.want_x) {
       tc_conv_tile<T, W, S>(dys + int64_t(rdx) * 8, p.tile / 128, bf, 0.0f,
                             p.dx + b * p.dxsb + c * p.dxsc, p0, p.L, al.out >= 4, lane, warp);

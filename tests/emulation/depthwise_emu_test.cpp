@@ -643,6 +643,43 @@ int main_impl(int argc, char** argv) {
         }
       }
     }
+    // Rows off the 16-byte grid at the same shift in every tensor (kShift): contiguous rows of
+    // lengths around the vector and the warp item, x, y (dy, dx) 0-3 elements into their storage
+    // alike (so even lengths give shifted rows too), 'same' and causal pads, forward and every
+    // subset of the gradients, forced splits and a capped grid now and then. Then the knob off
+    // (the tile / tensor-core kernels) and x at another shift (not co-aligned: same).
+    const long long shifted0 = g_emu_reg_shifted_items;
+    const int64_t slens[] = {1, 5, 13, 17, 514, 1023, 1031, 2049};
+    idx = 0;
+    for (int64_t K : {3, 4, 5, 9}) {
+      for (int64_t pl : {(K - 1) / 2, K - 1}) {
+        for (int64_t L : slens) {
+          const int off = 1 + idx % 3;
+          Case cs{1 + idx % 2, 2 + idx % 3, L, K, 1, 1, pl, K - 1 - pl, idx % 2 == 0, L_CF, L_CF,
+                  off, off, Tuning{}};
+          cs.grads = idx % 8;  // 0: all
+          if (idx % 7 == 3) cs.tune.force_split = 1 + idx % 4;
+          if (idx % 9 == 4) cs.tune.max_grid = 2;
+          cs.tune.rows = 0;  // short rows too
+          cs.expect_fwd = "dw_fwd_cf_reg_kernel";
+          cs.expect_bwd = "dw_bwd_cf_reg_kernel";
+          run(cs, reg_types[(idx + idx / 8) % 5]);
+          ++idx;
+        }
+      }
+    }
+    if (g_emu_reg_shifted_items == shifted0) {
+      std::printf("FAIL register-direct kernels: no item of a shifted row ran\n");
+      ++g_failures;
+    }
+    for (int off : {0, 1}) {
+      Case cs{2, 3, 1031, 9, 1, 1, 4, 4, true, L_CF, L_CF, 1 + off, 1, Tuning{}};
+      cs.tune.rows = 0;
+      cs.tune.reg_shifted = off != 0;  // off: the knob; on: x one element further than y / dy / dx
+      cs.expect_fwd = "dw_fwd_cf_kernel";
+      cs.expect_bwd = "dw_bwd_cf_kernel";
+      run(cs, 0);
+    }
     // Fallbacks to the tile kernel: dy / dx 4-byte aligned, x 8-byte aligned with dw wanted,
     // pad_left not compiled, stride 2, the knob off.
     struct FB {
@@ -736,10 +773,13 @@ int main_impl(int argc, char** argv) {
   // element by element) and y / dx (pairs or single elements) each meet every alignment. Half
   // types incl. fp32 weights, K = 31 / 7 / 33 / 63 with 'same', causal, asymmetric pads and pads
   // beyond the span, every subset of the gradients; a capped grid and forced splits now and then.
-  // The copies of each size and both store forms must have run.
+  // The copies of each size and both store forms must have run, and the backward's rows of every
+  // alignment both in 16-byte units (tc_stage_units; by default 2-byte rows, every third case 4-
+  // and 8-byte rows too) and without (every third case, tc_units 0).
   {
     const long long staged0[3] = {g_tc_emu_staged[8], g_tc_emu_staged[4], g_tc_emu_staged[2]};
     const long long stored0 = g_tc_emu_stored[2];
+    const long long realigned0 = g_tc_emu_realigned;
     const int tc_types[] = {1, 2, 4, 5};
     const int64_t lens[] = {500, 250, 835, 1670, 210, 1, 7, 13};
     const int64_t ks[] = {31, 7, 33, 63};
@@ -761,6 +801,7 @@ int main_impl(int argc, char** argv) {
                 kind, 1 + idx % 4, (idx + 1) % 5, Tuning{}};
         if (idx % 6 == 5) cs.tune.max_grid = 2;
         if (idx % 7 == 3) cs.tune.force_split = 1 + idx % 3;
+        cs.tune.tc_units = idx % 3 == 0 ? 0 : idx % 3 == 1 ? 2 : 8;
         cs.grads = grads[idx % 7];
         cs.expect_fwd = "dw_fwd_cf_tc_kernel";
         cs.expect_bwd = "dw_bwd_cf_tc_kernel";
@@ -777,7 +818,8 @@ int main_impl(int argc, char** argv) {
       run(cs, rev ? 2 : 5);
     }
     const bool all_paths = g_tc_emu_staged[8] > staged0[0] && g_tc_emu_staged[4] > staged0[1] &&
-                           g_tc_emu_staged[2] > staged0[2] && g_tc_emu_stored[2] > stored0;
+                           g_tc_emu_staged[2] > staged0[2] && g_tc_emu_stored[2] > stored0 &&
+                           g_tc_emu_realigned > realigned0;
     if (!all_paths) {
       std::printf("FAIL tensor-core unaligned rows: a copy size or store form never ran\n");
       ++g_failures;
@@ -1381,6 +1423,11 @@ int main_impl(int argc, char** argv) {
     if (t == 6) cs.tune.allow_reg_bwd = false;
     if (t == 7) cs.tune.allow_tc = false;
     if (t == 8) cs.tune.rows = 1;  // wherever the short-row kernels apply
+    if (t == 9) {  // the tensor-core backward's 4- and 8-byte rows in 16-byte units, and the
+                   // register-direct kernels on aligned rows only
+      cs.tune.tc_units = 8;
+      cs.tune.reg_shifted = false;
+    }
     // keep the emulation time sane
     if (cs.B * cs.C * cs.L > 40000) cs.L = std::max<int64_t>(1, 40000 / (cs.B * cs.C));
     if (cs.L + cs.pl + cs.pr < span + 1) cs.pr += span + 1 - (cs.L + cs.pl + cs.pr);
@@ -1388,10 +1435,11 @@ int main_impl(int argc, char** argv) {
   }
   std::printf("%d cases, %d failures\n", n, g_failures);
   for (auto& kv : g_kernel_counts) std::printf("  %-28s %d\n", kv.first.c_str(), kv.second);
-  std::printf("  cp.async copies: 16 B %lld, 8 B %lld, 4 B %lld; tensor-core rows element-wise %lld; "
-              "outputs stored as pairs %lld, singly %lld\n",
+  std::printf("  cp.async copies: 16 B %lld, 8 B %lld, 4 B %lld; tensor-core rows element-wise %lld, "
+              "realigned from 16-byte units %lld; outputs stored as pairs %lld, singly %lld\n",
               (long long)g_tc_emu_staged[16], (long long)g_tc_emu_staged[8],
               (long long)g_tc_emu_staged[4], (long long)g_tc_emu_staged[2],
+              (long long)g_tc_emu_realigned,
               (long long)g_tc_emu_stored[4], (long long)g_tc_emu_stored[2]);
   for (auto& kv : g_ystage_by_kernel) std::printf("  y staged: %-28s %d\n", kv.first.c_str(), kv.second);
   for (const char* k : {"dw_fwd_cf_rt_kernel", "dw_fwd_cf_rt_kernel/rows", "dw_fwd_cf_kernel"}) {
