@@ -1,7 +1,7 @@
 // Register-direct channel-first depthwise backward: dx, and the dw / db partial sums, in one pass
 // over dy and x without shared memory (stride 1, dilation 1, compiled K, compiled pad_left,
-// rows of dy, x and dx co-aligned: 16-byte aligned, or all at the same shift off the 16-byte grid). Torch-free; the path choice is backward() in
-// depthwise_launch.cuh.
+// rows of dy, x and dx co-aligned: 16-byte aligned, or all at the same shift off the 16-byte
+// grid). Torch-free; the path choice is backward() in depthwise_launch.cuh.
 //
 // Why: the tile backward (dw_bwd_cf_kernel) stages both tiles global -> registers -> fp32 shared
 // memory -> registers behind two block barriers; at 128 registers and ~60 KB of shared memory per
@@ -114,7 +114,8 @@ __global__ void __launch_bounds__(kThreads, kRegBwdMinBlocks)
         load_x(true);
       }
     }
-    const bool full_item = (!kShift || e0 >= 0) && e0 + SPAN <= p.L;  // warp-uniform: whole dx vectors
+    // Warp-uniform: every dx store a whole vector.
+    const bool full_item = (!kShift || e0 >= 0) && e0 + SPAN <= p.L;
     T* dxrow = p.want_x ? p.dx + b * p.dxsb + c * p.dxsc : nullptr;
 
 #pragma unroll

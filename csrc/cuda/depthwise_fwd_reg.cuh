@@ -16,9 +16,10 @@
 // (P = pad_left), i.e. x vectors v - HL .. v + HR of the same index grid (x and y rows co-aligned:
 // both 16-byte aligned, or both the same shift s past it, as the odd-length rows of contiguous
 // tensors are; vector v then starts at element NV v - s); vector v - h is lane l - h's vector of
-// the same step, or for the first h lanes, lane 32 - h + l's vector of the previous step. One more register vector per lane (`edge`)
-// holds the step-(-1) vector for lanes >= 32 - HL and the step-kRegVecs vector for lanes < HR, so
-// only those few lanes load anything twice. Every load of the item is issued before any compute.
+// the same step, or for the first h lanes, lane 32 - h + l's vector of the previous step. One more
+// register vector per lane (`edge`) holds the step-(-1) vector for lanes >= 32 - HL and the
+// step-kRegVecs vector for lanes < HR, so only those few lanes load anything twice. Every load of
+// the item is issued before any compute.
 //
 // Row edges: vectors wholly outside [0, L) are zeros without a memory access, a vector across the
 // row's start or end is loaded element by element; items whose loads all lie inside the row (a
@@ -269,7 +270,8 @@ __global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<T, K_, kShift>())
     } else {
       load_all(true);
     }
-    const bool full_item = (!kShift || e0 >= 0) && e0 + SPAN <= p.Lo;  // warp-uniform: whole vectors
+    // Warp-uniform: every store a whole vector.
+    const bool full_item = (!kShift || e0 >= 0) && e0 + SPAN <= p.Lo;
     float wr[K_];
 #pragma unroll
     for (int k = 0; k < K_; ++k) wr[k] = float(in_cvt(p.w[c * K_ + k]));

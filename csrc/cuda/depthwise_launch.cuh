@@ -925,7 +925,8 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
               clamp64(ceil_div(ra.total, kWarps), 1, std::min<int64_t>(tune.max_grid, INT_MAX));
           launched = with_reg_pad<KC>(pr.pl, [&](auto pc) {
             with_flag(!aligned, [&](auto shift) {
-              auto kern = &dw_fwd_cf_reg_kernel<T, W, KC, decltype(pc)::value, decltype(shift)::value>;
+              constexpr bool S = decltype(shift)::value;
+              auto kern = &dw_fwd_cf_reg_kernel<T, W, KC, decltype(pc)::value, S>;
               DW_LAUNCH(kern, grid, size_t(0), stream, ra);
             });
             DW_CHECK_LAUNCH("dw_fwd_cf_reg_kernel");
@@ -1377,7 +1378,8 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
         if constexpr (KC > 0) {
           BwdArgs<T, W> ra = a;
           constexpr int64_t NVB = 16 / int64_t(sizeof(T));  // elements per vector
-          ra.ntiles = ceil_div(std::max(pr.L, pr.Lo) + (reg_aligned ? 0 : NVB - 1), reg_bwd_span<T>());
+          const int64_t span = std::max(pr.L, pr.Lo) + (reg_aligned ? 0 : NVB - 1);
+          ra.ntiles = ceil_div(span, reg_bwd_span<T>());
           ra.work = pr.B * ra.ntiles;
           ra.split = cap_split(choose_split(pr.C, ceil_div(ra.work, kWarps), dev, tune));
           const int64_t grid = pr.C * ra.split;
@@ -1385,7 +1387,8 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
           launched = with_reg_pad<KC>(pr.pl, [&](auto pc) {
             if (want_wb) ra.part = static_cast<A*>(alloc(size_t(ra.split * per_split)));
             with_flag(!reg_aligned, [&](auto shift) {
-              auto kern = &dw_bwd_cf_reg_kernel<T, W, KC, decltype(pc)::value, decltype(shift)::value>;
+              constexpr bool S = decltype(shift)::value;
+              auto kern = &dw_bwd_cf_reg_kernel<T, W, KC, decltype(pc)::value, S>;
               DW_LAUNCH(kern, grid, size_t(0), stream, ra);
             });
             DW_CHECK_LAUNCH("dw_bwd_cf_reg_kernel");
