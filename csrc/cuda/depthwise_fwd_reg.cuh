@@ -90,12 +90,12 @@ struct RegWindow {
   }
 };
 
-// The row's shift: how many elements its start lies past a 16-byte boundary. The register-direct
-// kernels walk each row on its own 16-byte grid, from element -shift (rows of every tensor of a
-// launch co-aligned: the same shift, cf_coaligned in depthwise_launch.cuh; 0 on aligned rows).
+// The row's shift (row_shift) for the register-direct kernels, which walk each row on its own
+// 16-byte grid from element -shift (rows of every tensor of a launch co-aligned: the same shift,
+// cf_coaligned in depthwise_launch.cuh; 0 on aligned rows). The emulator counts shifted rows.
 template <typename T>
 DW_DEV int reg_row_shift(const T* row) {
-  const int s = int((reinterpret_cast<uintptr_t>(row) / sizeof(T)) & (16 / sizeof(T) - 1));
+  const int s = row_shift(row);
 #ifdef DW_EMULATE
   if (s != 0) g_emu_reg_shifted_items += 1;
 #endif

@@ -147,6 +147,14 @@ constexpr int kVecOne = 1;
 template <int N>
 using IC = std::integral_constant<int, N>;
 
+// Element offset of a row pointer within its 16-byte chunk (the row's shift off the 16-byte grid):
+// the short-row kernels' unit copies, the tensor-core backward's unit staging and the
+// register-direct kernels' per-row grid start there.
+template <typename T>
+DW_DEV int row_shift(const T* row) {
+  return int((reinterpret_cast<uintptr_t>(row) / sizeof(T)) & (16 / sizeof(T) - 1));
+}
+
 // a / b for a >= 0, b > 0. The 32-bit division is several times cheaper than the 64-bit routine
 // and covers every realistic tile index.
 DW_DEV int64_t udiv(int64_t a, int64_t b) {

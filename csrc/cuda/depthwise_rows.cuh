@@ -181,12 +181,6 @@ DW_DEV void rows_realign(const uint32_t (&a)[4], const uint32_t (&b)[4], int sh,
   for (int i = 0; i < 4; ++i) o[i] = __funnelshift_r(v[i], v[i + 1], bits);
 }
 
-// Element offset of a row pointer within its 16-byte chunk.
-template <typename T>
-DW_DEV int rows_mis(const T* row) {
-  return int((reinterpret_cast<uintptr_t>(row) / sizeof(T)) & (16 / sizeof(T) - 1));
-}
-
 // Rows [0, nrows) of dst (row pitch dst_pitch, 16-byte-aligned rows): dst[q] = src[q - off] for q
 // in [0, n) (n a multiple of 16 bytes), zero where q - off lies outside [0, len); src rows
 // src_pitch apart, at any alignment. Lane j of a 32-chunk slice writes dst chunk j, which straddles
@@ -307,7 +301,7 @@ DW_DEV void rows_store(T* dst, int64_t dst_pitch, int nrows, const T* src, int s
   for (int rr = 0; rr < nrows; ++rr) {
     T* row = dst + rr * dst_pitch;
     const T* sr = src + rr * src_pitch;
-    const int mo = rows_mis(row);
+    const int mo = row_shift(row);
     const int sh = ((E - mo) & (E - 1)) * int(sizeof(T));  // row position p0 within its shared chunk
     const int ng = (len + mo + E - 1) / E;
     for (int g = lane; g < ng; g += 32) {
@@ -840,7 +834,7 @@ DW_DEV void rows_fwd_words_body(const RowsFwdArgs<T, W>& a) {
   int zs0 = -1, zs1 = -1;
   auto stage = [&](const RowsUnit& t, int which) {
     const T* row = a.x + t.pb * a.xsb + t.c * a.xsc;
-    const int mis = a.x16 ? rows_mis(row) : 0;
+    const int mis = a.x16 ? row_shift(row) : 0;
     const int shift = a.pl + ((mis - a.pl) & (g - 1));
     const int lx = (a.L < a.nx - shift ? a.L : a.nx - shift) & ~(EPW - 1);
     T* buf = xs0 + which * xbuf;
@@ -878,7 +872,7 @@ DW_DEV void rows_fwd_words_body(const RowsFwdArgs<T, W>& a) {
     // Outputs staged at the y rows' offset within their 16-byte chunks (y16), so that the stores
     // between the row ends are 16 bytes each.
     T* const yrow = a.y + cur.pb * a.ysb + cur.c * a.ysc;
-    const int ymis = a.y16 ? rows_mis(yrow) : 0;
+    const int ymis = a.y16 ? row_shift(yrow) : 0;
     if constexpr (MMA) {
       if (cur.c != bf_c || shift - a.pl != bf_off) {
         bf.build(a.w + cur.c * K, K, SMAX, shift - a.pl, false, lane >> 2, lane & 3);

@@ -223,13 +223,9 @@ DW_DEV void tc_stage_elems(T* dst, const T* row, int64_t g0, int64_t len, int nr
 // across 0 is copied whole (the 16-byte unit of the row's first element, so inside the
 // allocation), and tc_realign clears its cells before 0.
 template <typename T>
-DW_DEV int tc_row_shift(const T* row) {
-  return int((reinterpret_cast<uintptr_t>(row) / sizeof(T)) & 7);
-}
-template <typename T>
 DW_DEV void tc_stage_units(T* raw, const T* row, int64_t g0, int64_t len, int nrows) {
   static_assert(sizeof(T) == 2, "8 elements per 16-byte unit");
-  const int64_t u0 = g0 - tc_row_shift(row);  // element of the first unit's first cell
+  const int64_t u0 = g0 - row_shift(row);  // element of the first unit's first cell
   const T* base = row + u0;                     // 16-byte aligned (an empty copy's source too)
   const int t = int(threadIdx.x);
   if (u0 >= 0 && u0 + int64_t(nrows + 1) * 8 <= len) {  // interior: no checks, pointer steps
@@ -251,7 +247,7 @@ DW_DEV void tc_stage_units(T* raw, const T* row, int64_t g0, int64_t len, int nr
 // m.. of unit v and the first m of unit v + 1, cells before the row's element 0 cleared.
 template <typename T>
 DW_DEV void tc_realign(T* dst, const T* raw, const T* row, int64_t g0, int nrows) {
-  const int m = tc_row_shift(row);
+  const int m = row_shift(row);
   for (int v = int(threadIdx.x); v < nrows; v += kThreads) {
     const uint4 a = *reinterpret_cast<const uint4*>(raw + int64_t(v) * 8);
     const uint4 b = *reinterpret_cast<const uint4*>(raw + int64_t(v) * 8 + 8);
