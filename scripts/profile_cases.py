@@ -15,10 +15,12 @@ import torch
 import sepconv1d.functional as F
 
 
-def _dw(dtype, k, cl=False, bwd=False, b=32, c=512, length=8192, padding="same", wdtype=None):
+def _dw(dtype, k, cl=False, bwd=False, b=32, c=512, length=8192, padding="same", wdtype=None, sliced=False):
     def make():
         if cl:
             x = torch.randn(b, length, c, device="cuda", dtype=dtype).transpose(1, 2)
+        elif sliced:  # x[..., 1:]: rows at a shift other than y's
+            x = torch.randn(b, c, length + 1, device="cuda", dtype=dtype)[..., 1:]
         else:
             x = torch.randn(b, c, length, device="cuda", dtype=dtype)
         w = torch.randn(c, k, device="cuda", dtype=wdtype or dtype)
@@ -63,6 +65,13 @@ CASES = {
     # float32 backward on odd rows (4-byte aligned: the tile backward) against aligned rows.
     "dw_bwd_f32_k9_l4097": _dw(torch.float32, 9, bwd=True, length=4097),
     "dw_bwd_f32_k9_l4096": _dw(torch.float32, 9, bwd=True, length=4096),
+    # 16-bit backward on odd rows (the register-direct kernel at a shift) against aligned rows
+    # (L 4104: the same five items per row).
+    "dw_bwd_bf16_k9_l4097": _dw(torch.bfloat16, 9, bwd=True, length=4097),
+    "dw_bwd_bf16_k9_l4104": _dw(torch.bfloat16, 9, bwd=True, length=4104),
+    # 16-bit forward on a slice (x and y rows at different shifts: the tensor-core kernel).
+    "dw_fwd_bf16_k9_slice": _dw(torch.bfloat16, 9, length=4097, sliced=True),
+    "dw_fwd_bf16_k9_l4096": _dw(torch.bfloat16, 9, length=4096),
     "dw_fwd_f32_k63": _dw(torch.float32, 63),
     "dw_fwd_bf16_k63": _dw(torch.bfloat16, 63),
     "dw_bwd_bf16_k63": _dw(torch.bfloat16, 63, bwd=True),
