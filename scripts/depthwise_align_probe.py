@@ -66,7 +66,7 @@ def main() -> None:
                                  ("xun_yal", xs_odd, pr_aligned), ("xal_yal", xs_aligned, pr_aligned)):
                 turn = [0]
 
-                def fwd(xs=xs, pr=pr):
+                def fwd(xs=xs, pr=pr, turn=turn, w=w, pl=pl):
                     turn[0] = (turn[0] + 1) % 3
                     return op.depthwise_conv1d(xs[turn[0]], w, None, 1, pl, pr, 1)
 
@@ -92,7 +92,7 @@ def backward(args) -> None:
                 w = torch.randn(C, K, device="cuda", dtype=dtype)
                 turn = [0]
 
-                def bwd(xs=xs, gs=gs, w=w):
+                def bwd(xs=xs, gs=gs, w=w, turn=turn, pl=pl, K=K):
                     turn[0] = (turn[0] + 1) % 3
                     return op.depthwise_conv1d_backward(gs[turn[0]], xs[turn[0]], w, 1, pl, K - 1 - pl, 1,
                                                         True, True, True)

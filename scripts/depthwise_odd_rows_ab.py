@@ -65,11 +65,11 @@ def main() -> None:
             bias = torch.randn(C, device="cuda", dtype=dtype)
             turn = [0]
 
-            def fwd(xs=xs, w=w, bias=bias):
+            def fwd(xs=xs, w=w, bias=bias, turn=turn, pl=pl, K=K):
                 turn[0] = (turn[0] + 1) % 3
                 return op.depthwise_conv1d(xs[turn[0]], w, bias, 1, pl, K - 1 - pl, 1)
 
-            def bwd(xs=xs, gs=gs, w=w):
+            def bwd(xs=xs, gs=gs, w=w, turn=turn, pl=pl, K=K):
                 turn[0] = (turn[0] + 1) % 3
                 return op.depthwise_conv1d_backward(gs[turn[0]], xs[turn[0]], w, 1, pl, K - 1 - pl, 1,
                                                     True, True, True)

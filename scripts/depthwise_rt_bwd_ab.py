@@ -40,7 +40,7 @@ def main() -> None:
         gs = [torch.randn_like(op.depthwise_conv1d(xs[0], w, None, 1, pl, pr, d)) for _ in range(3)]
         turn = [0]
 
-        def call(mask):
+        def call(mask, xs=xs, gs=gs, w=w, pl=pl, pr=pr, d=d, turn=turn):
             turn[0] = (turn[0] + 1) % 3
             j = turn[0]
             if mask is None:
@@ -56,7 +56,7 @@ def main() -> None:
                                       ("all_per_chunk_dx_fused", both, "0", "0")):
             os.environ[VAR] = regs
             os.environ[VAR_DX] = fwd
-            row[name] = round(triton.testing.do_bench(lambda: call(mask), warmup=25, rep=200,
+            row[name] = round(triton.testing.do_bench(lambda mask=mask: call(mask), warmup=25, rep=200,
                                                       return_mode="median") * 1e3, 1)
         os.environ.pop(VAR, None)
         os.environ.pop(VAR_DX, None)

@@ -71,24 +71,24 @@ def main() -> None:
         spw = pw.clone().requires_grad_(True)
         turn = [0]
 
-        def nxt() -> int:
+        def nxt(turn=turn) -> int:
             turn[0] = (turn[0] + 1) % 3
             return turn[0]
 
-        def fwd():
+        def fwd(xs=xs, w=w, pl=pl, pr=pr, d=d, nxt=nxt):
             j = nxt()
             return op.depthwise_conv1d(xs[j], w, None, 1, pl, pr, d)
 
-        def dx():
+        def dx(xs=xs, gs=gs, w=w, pl=pl, pr=pr, d=d, nxt=nxt):
             j = nxt()
             return op.depthwise_conv1d_backward(gs[j], xs[j], w, 1, pl, pr, d, True, False, False)
 
-        def sep():
+        def sep(sx=sx, sw=sw, spw=spw, gs=gs, pl=pl, pr=pr, d=d, nxt=nxt):
             j = nxt()
             y = sepconv1d.separable_conv1d(sx[j], sw, spw, padding=(pl, pr), dilation=d)
             return torch.autograd.grad(y, (sx[j], sw, spw), gs[j])
 
-        def copy():
+        def copy(xs=xs, ys=ys, nxt=nxt):
             j = nxt()
             ys[j].copy_(xs[j])
 
