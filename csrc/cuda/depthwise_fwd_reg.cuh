@@ -102,6 +102,21 @@ DW_DEV int reg_row_shift(const T* row) {
   return s;
 }
 
+// A vector across a row end (or both ends), element by element, zeros outside [0, len). Out of
+// line: inlined at each load site of an item (ten in the backward) it made the register-direct
+// backward's K 9 kernel 64 KB of code, and instruction fetch its largest stall on rows off the
+// 16-byte grid (csrc/NOTES.md, sixty-sixth session).
+template <typename T>
+DW_DEV_COLD uint4 reg_load_edge(const T* row, int64_t e, int64_t len) {
+  constexpr int NV = int(16 / sizeof(T));
+  T t[NV];
+#pragma unroll
+  for (int i = 0; i < NV; ++i) t[i] = e + i >= 0 && e + i < len ? row[e + i] : zero_of<T>();
+  uint4 r;
+  memcpy(&r, t, 16);
+  return r;
+}
+
 // One 16-byte vector of x at element e of a unit-stride row of length len, as raw words (row + e
 // 16-byte aligned). checked: zeros outside [0, len), element by element for a vector across the
 // row's end or (kShift: rows off the 16-byte grid) its start (e is on the row's grid, so a vector
@@ -109,29 +124,20 @@ DW_DEV int reg_row_shift(const T* row) {
 template <typename T, bool kShift>
 DW_DEV void reg_load(const T* row, int64_t e, int64_t len, bool checked, uint32_t (&r)[4]) {
   constexpr int NV = int(16 / sizeof(T));
+  uint4 v;
   if (!checked || (e >= 0 && e + NV <= len)) {
     DW_ASSERT(e >= 0 && e + NV <= len);
     DW_ASSERT(reinterpret_cast<uintptr_t>(row + e) % 16 == 0);
-    const uint4 v = __ldg(reinterpret_cast<const uint4*>(row + e));
-    r[0] = v.x;
-    r[1] = v.y;
-    r[2] = v.z;
-    r[3] = v.w;
-  } else if (e >= 0 && e < len) {
-    const int rem = int(len - e);  // 1 .. NV-1 elements left in the row
-    T t[NV];
-#pragma unroll
-    for (int i = 0; i < NV; ++i) t[i] = i < rem ? row[e + i] : zero_of<T>();
-    memcpy(r, t, 16);
-  } else if (kShift && e < 0 && e + NV > 0) {  // across the row's start: i < -e before it
-    const int before = int(-e);
-    T t[NV];
-#pragma unroll
-    for (int i = 0; i < NV; ++i) t[i] = i >= before && e + i < len ? row[e + i] : zero_of<T>();
-    memcpy(r, t, 16);
+    v = __ldg(reinterpret_cast<const uint4*>(row + e));
+  } else if (e < len && (kShift ? e + NV > 0 : e >= 0)) {
+    v = reg_load_edge<T>(row, e, len);
   } else {
-    r[0] = r[1] = r[2] = r[3] = 0u;  // +0.0 in every type
+    v = make_uint4(0u, 0u, 0u, 0u);  // +0.0 in every type
   }
+  r[0] = v.x;
+  r[1] = v.y;
+  r[2] = v.z;
+  r[3] = v.w;
 }
 
 // NV outputs (one 16-byte vector) at a 16-byte-aligned address, no bounds check.
@@ -146,28 +152,36 @@ DW_DEV void cf_store_full(T* q, const float* v) {
   }
 }
 
+// The elements of a vector (raw words of T) that lie in [0, len), one by one: out of line, as
+// reg_load_edge.
+template <typename T>
+DW_DEV_COLD void reg_store_edge(T* row, int64_t j, int64_t len, uint4 bits) {
+  constexpr int NV = int(16 / sizeof(T));
+  T t[NV];
+  memcpy(t, &bits, 16);
+#pragma unroll
+  for (int i = 0; i < NV; ++i) {
+    if (j + i >= 0 && j + i < len) row[j + i] = t[i];
+  }
+}
+
 // NV outputs of a vector at element j of a unit-stride row of length len (row + j 16-byte
 // aligned): one store inside the row, element by element across its end or (kShift) its start,
 // none outside.
 template <typename T, bool kShift>
 DW_DEV void reg_store_checked(T* row, int64_t j, int64_t len, const float* v) {
   constexpr int NV = int(16 / sizeof(T));
-  if (j >= 0 && j < len) {
-    const int64_t rem = len - j;
-    if (rem >= NV) {
-      cf_store_full<T>(row + j, v);
-    } else {  // the row's ragged last vector
-#pragma unroll
-      for (int i = 0; i < NV; ++i) {
-        if (i < int(rem)) row[j + i] = out_cvt<T>(v[i]);
-      }
+  if (j >= 0 && j + NV <= len) {
+    cf_store_full<T>(row + j, v);
+  } else if (j < len && (kShift ? j + NV > 0 : j >= 0)) {
+    uint4 bits;
+    if constexpr (std::is_same_v<T, float>) {
+      memcpy(&bits, v, 16);
+    } else {  // the same rounding as out_cvt
+      bits = make_uint4(pack2<T>(v[0], v[1]), pack2<T>(v[2], v[3]), pack2<T>(v[4], v[5]),
+                        pack2<T>(v[6], v[7]));
     }
-  } else if (kShift && j < 0 && j + NV > 0) {  // across the row's start
-    const int before = int(-j);
-#pragma unroll
-    for (int i = 0; i < NV; ++i) {
-      if (i >= before && j + i < len) row[j + i] = out_cvt<T>(v[i]);
-    }
+    reg_store_edge<T>(row, j, len, bits);
   }
 }
 

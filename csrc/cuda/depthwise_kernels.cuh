@@ -57,10 +57,13 @@
 
 #include "cuda/depthwise_emu.cuh"
 #define DW_DEV inline
+#define DW_DEV_COLD inline
 #define DW_ASSERT(cond) ::dwemu::check((cond), #cond, __FILE__, __LINE__)
 #else
 #include "cuda/separable_ptx.cuh"
 #define DW_DEV __device__ __forceinline__
+// Rarely taken paths kept out of line, so that a hot loop's code stays small.
+#define DW_DEV_COLD __device__ __noinline__
 #define DW_ASSERT(cond) ((void)0)
 #endif
 
