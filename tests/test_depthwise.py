@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from reference import (
@@ -337,6 +339,50 @@ def test_register_kernels_on_co_aligned_odd_rows(monkeypatch, dtypes, kernel_siz
         names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
         for kernel in ("dw_fwd_cf_reg_kernel", "dw_bwd_cf_reg_kernel"):
             assert any(kernel in n for n in names), (kernel, length, padding, sorted(set(names)))
+
+
+def _reg_forward_args(names):
+    """The template arguments (T, W, K, P, kShift, kRealign) of each register-direct channel-first
+    forward among the recorded kernel names."""
+    return [re.search(r"dw_fwd_cf_reg_kernel<([^>]*)>", n).group(1).replace(" ", "").split(",")
+            for n in names if "dw_fwd_cf_reg_kernel<" in n]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the routing switches are read by the CUDA kernels")
+@pytest.mark.parametrize("realign", ["1", "0"])
+@pytest.mark.parametrize("kernel_size", [3, 4, 5, 9])
+@pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[2], DTYPES[3]], ids=dtype_pair_id)
+def test_register_forward_on_rows_at_different_shifts(monkeypatch, dtypes, kernel_size, realign):
+    """The register-direct forward where x and y rows sit at different shifts off the 16-byte grid
+    (x realigned to y's grid in registers; SEPCONV1D_DW_REG_REALIGN "1", the default, or "0": the
+    tensor-core or tile kernels): slices x[..., 1:] to x[..., 3:] of longer rows with 'same', causal,
+    'valid' and asymmetric pads, rows of several work items and rows shorter than one vector (short
+    rows kept off the rows kernels). With realign on, every forward call takes the realigning
+    kernel (checked by its template arguments); forward and every gradient against float64,
+    outputs poisoned."""
+    monkeypatch.setenv("SEPCONV1D_DW_ROWS", "0")
+    monkeypatch.setenv("SEPCONV1D_DW_REG_REALIGN", realign)
+    xdtype, wdtype = dtypes
+    # (length, padding, x's offset into its storage rows: 1-3, so x's rows never share y's shift)
+    cases = [(4097, "same", 1), (2049, (kernel_size - 1, 0), 1), (4096, (0, 0), 2), (3001, (0, 1), 1),
+             (5, "same", 2), (1031, (kernel_size // 2, kernel_size - 1 - kernel_size // 2), 3)]
+    for length, padding, offset in cases:
+        x = make_activation(3, 5, length + offset, xdtype, "cuda")[..., offset:].requires_grad_(True)
+        weight, bias = _params(5, kernel_size, wdtype, "cuda", True)
+        weight.requires_grad_(True)
+        bias.requires_grad_(True)
+        left, right = resolve_padding(padding, kernel_size, 1, 1)
+        what = f"K={kernel_size} padding={padding} L={length} offset={offset}"
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            _check_forward_and_grads(x, weight, bias, left, right, 1, what)
+            torch.cuda.synchronize()
+        names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        realigned = [args for args in _reg_forward_args(names) if args[5] == "true"]
+        if realign == "1":
+            # Three forward calls per case (the check's, then those of dx alone and dw alone).
+            assert len(realigned) >= 3, (what, sorted(set(names)))
+        else:
+            assert not realigned, (what, sorted(set(names)))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_PHASES is read by the CUDA kernels")

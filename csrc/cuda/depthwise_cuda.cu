@@ -105,7 +105,8 @@ bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
 // SEPCONV1D_DW_TC_UNITS: the tensor-core backward stages rows of at most that alignment in bytes
 // (2, 4 or 8) in whole 16-byte units, "0" 2-byte rows element by element (A/B).
 // SEPCONV1D_DW_REG_SHIFTED=0: the register-direct CF kernels on 16-byte-aligned rows only (not on
-// co-aligned rows at a shift, A/B).
+// co-aligned rows at a shift, A/B). SEPCONV1D_DW_REG_REALIGN=0: the register-direct CF forward not
+// on x and y rows at different shifts (A/B).
 // SEPCONV1D_DW_SPECIALIZED=0 turns the
 // compiled kernel sizes off (every K then runs as a run-time or padded K: A/B runs).
 dwk::Tuning tuning() {
@@ -145,6 +146,8 @@ dwk::Tuning tuning() {
   if (tc_units != nullptr && *tc_units != '\0') t.tc_units = std::atoi(tc_units);
   const char* reg_shifted = std::getenv("SEPCONV1D_DW_REG_SHIFTED");
   if (reg_shifted != nullptr && *reg_shifted != '\0') t.reg_shifted = std::atoi(reg_shifted) != 0;
+  const char* reg_realign = std::getenv("SEPCONV1D_DW_REG_REALIGN");
+  if (reg_realign != nullptr && *reg_realign != '\0') t.reg_realign = std::atoi(reg_realign) != 0;
   const char* words_bwd = std::getenv("SEPCONV1D_DW_ROWS_WORDS_BWD");
   if (words_bwd != nullptr && *words_bwd != '\0') t.rows_words_bwd = std::atoi(words_bwd) != 0 ? 1 : 0;
   return t;

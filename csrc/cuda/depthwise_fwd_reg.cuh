@@ -197,6 +197,29 @@ DW_DEV float reg_elem(const uint32_t (&r)[N], int e) {
   }
 }
 
+// The 16 bytes that start d elements into the 32 bytes (a, b), for x rows at another shift than
+// y's (kRealign): a virtual x vector on y's grid from two vectors of x's own grid. Branch-free in
+// d (warp-uniform): two levels of word selects, then (16-bit, odd d) a half-word funnel.
+template <typename T>
+DW_DEV void reg_funnel(const uint32_t (&a)[4], const uint32_t (&b)[4], int d, uint32_t (&v)[4]) {
+  const uint32_t w[8] = {a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]};
+  const int m = sizeof(T) == 4 ? d : d >> 1;  // whole words
+  uint32_t t[7];
+#pragma unroll
+  for (int q = 0; q < 7; ++q) t[q] = (m & 1) ? w[q + 1] : w[q];
+  uint32_t s[5];
+#pragma unroll
+  for (int q = 0; q < 5; ++q) s[q] = (m & 2) ? t[q + 2] : t[q];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    if constexpr (sizeof(T) == 4) {
+      v[q] = s[q];
+    } else {  // elements 2q + (d & 1) and the next: the high half of s[q] and the low of s[q + 1]
+      v[q] = (d & 1) ? ((s[q] >> 16) | (s[q + 1] << 16)) : s[q];
+    }
+  }
+}
+
 // Builds the window of step u from the lane's raw vectors `own` (U of them) and `edge` (the vector
 // of step -1 for lanes >= 32 - HL, of step U for lanes < HR), and widens it to floats:
 // f[m * NV + e] = element e of window vector m (m = HL: the lane's own vector), 0 where no tap reads.
@@ -244,9 +267,14 @@ DW_DEV void reg_window(const uint32_t (&own)[U][4], const uint32_t (&edge)[4], i
 // rows may start off the 16-byte grid (x and y co-aligned), each item from element -shift of its
 // span, p.ntiles = ceil((Lo + NV - 1) / SPAN) (a kernel of its own: the head checks cost the
 // float32 K 9 kernel 8 registers, reg_fwd_min_blocks, which the aligned rows do not pay).
-template <typename T, typename W, int K_, int P, bool kShift>
+// kRealign (with kShift): x rows at any shift, y's own (a slice x[..., 1:], 'valid' outputs of a
+// contiguous x): the items walk y's grid; each lane loads x on x's grid, d = (x shift - y shift)
+// mod NV elements before its vector, and builds its vector on y's grid from that one and the next
+// lane's (reg_funnel); one more lane loads step U for it. The window is then the co-aligned one.
+template <typename T, typename W, int K_, int P, bool kShift, bool kRealign = false>
 __global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<T, K_, kShift>())
     dw_fwd_cf_reg_kernel(const FwdArgs<T, W> p) {
+  static_assert(kShift || !kRealign, "realigned rows are shifted rows");
   using Win = RegWindow<T, K_, P>;
   constexpr int NV = Win::NV;
   constexpr int HL = Win::HL;
@@ -263,26 +291,50 @@ __global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<T, K_, kShift>())
     const int64_t c = row - b * p.C;
     const T* xrow = p.x + b * p.xsb + c * p.xsc;
     T* yrow = p.y + b * p.ysb + c * p.ysc;
-    // First output (and x element) of the item, on the row's 16-byte grid (x's shift is y's).
+    // First output (and x element) of the item, on the row's 16-byte grid (x's shift is y's, or
+    // with kRealign x is read d elements earlier, on its own grid).
     const int64_t e0 = (item - row * p.ntiles) * SPAN - (kShift ? reg_row_shift(yrow) : 0);
     const int64_t el = e0 + int64_t(lane) * NV;  // this lane's first vector
+    const int d = kRealign ? (row_shift(xrow) - row_shift(yrow)) & (NV - 1) : 0;
+    constexpr int HRL = kRealign ? HR + 1 : HR;  // lanes that load step U
 
     // All x loads of the item first (memory-level parallelism), checks only near row edges.
     uint32_t xr[U][4];
     uint32_t edge[4] = {0u, 0u, 0u, 0u};
     auto load_all = [&](bool checked) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) reg_load<T, kShift>(xrow, el + u * STEP, p.L, checked, xr[u]);
+      for (int u = 0; u < U; ++u) reg_load<T, kShift>(xrow, el - d + u * STEP, p.L, checked, xr[u]);
       if (lane >= 32 - HL) {
-        reg_load<T, kShift>(xrow, el - STEP, p.L, checked, edge);  // step -1
-      } else if (lane < HR) {
-        reg_load<T, kShift>(xrow, el + SPAN, p.L, checked, edge);  // step U
+        reg_load<T, kShift>(xrow, el - d - STEP, p.L, checked, edge);  // step -1
+      } else if (lane < HRL) {
+        reg_load<T, kShift>(xrow, el - d + SPAN, p.L, checked, edge);  // step U
       }
     };
-    if (e0 - HL * NV >= 0 && e0 + SPAN + HR * NV <= p.L) {  // warp-uniform
+    if (e0 - d - HL * NV >= 0 && e0 - d + SPAN + HRL * NV <= p.L) {  // warp-uniform
       load_all(false);
     } else {
       load_all(true);
+    }
+    if constexpr (kRealign) {
+      // Each vector from the lane's and the next lane's raw ones: lane 31's continues in lane 0's
+      // of the next step (of step U, held in lane 0's edge), lane 31's step -1 edge in lane 0's
+      // step 0. Every shuffle sends raw vectors, so the edges' are taken first.
+      uint32_t nxt_edge[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        nxt_edge[q] = __shfl_sync(0xffffffffu, lane == 0 ? xr[0][q] : edge[q], (lane + 1) & 31);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        uint32_t nxt[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const uint32_t send = lane == 0 ? (u + 1 < U ? xr[u + 1 < U ? u + 1 : 0][q] : edge[q]) : xr[u][q];
+          nxt[q] = __shfl_sync(0xffffffffu, send, (lane + 1) & 31);
+        }
+        reg_funnel<T>(xr[u], nxt, d, xr[u]);
+      }
+      reg_funnel<T>(edge, nxt_edge, d, edge);
     }
     // Warp-uniform: every store a whole vector.
     const bool full_item = (!kShift || e0 >= 0) && e0 + SPAN <= p.Lo;

@@ -77,6 +77,8 @@ struct Tuning {
                                   // element-wise)
   bool reg_shifted = true;        // register-direct CF kernels on co-aligned rows off the 16-byte
                                   // grid too (cf_coaligned), each row on its own grid
+  bool reg_realign = true;        // with reg_shifted: the CF forward on x and y rows at different
+                                  // shifts too (x realigned in registers, kRealign)
   bool force_direct = false;
   int64_t smem_limit = -1;        // < 0: the device limit
   int64_t max_grid = INT_MAX;     // cap on grid size (tests force the grid-stride loops)
@@ -915,21 +917,31 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
       if constexpr (KC > 0) {
         // Rows off the 16-byte grid at the same shift in x and y (odd lengths): the same kernel,
         // each row on its own grid (items from element -shift, so one more vector may be needed).
+        // x and y rows at different shifts (a slice of x, 'valid' outputs of odd length): the
+        // kernel realigns x to y's grid in registers (kRealign).
         const bool aligned = a.x_vec == kVecGroup && a.y_vec == kVecGroup;
-        if (tune.allow_reg_fwd &&
-            (aligned || (tune.reg_shifted && cf_coaligned<T>(x, xd, y, yd, pr.B, pr.C)))) {
+        const bool coaligned =
+            aligned || (tune.reg_shifted && cf_coaligned<T>(x, xd, y, yd, pr.B, pr.C));
+        const bool realign = !coaligned && tune.reg_shifted && tune.reg_realign;
+        if (tune.allow_reg_fwd && (coaligned || realign)) {
           FwdArgs<T, W> ra = a;
           ra.ntiles = ceil_div(pr.Lo + (aligned ? 0 : N - 1), reg_fwd_span<T>());  // items per row
           ra.total = pr.B * pr.C * ra.ntiles;
           const int64_t grid =
               clamp64(ceil_div(ra.total, kWarps), 1, std::min<int64_t>(tune.max_grid, INT_MAX));
           launched = with_reg_pad<KC>(pr.pl, [&](auto pc) {
-            with_flag(!aligned, [&](auto shift) {
-              constexpr bool S = decltype(shift)::value;
-              auto kern = &dw_fwd_cf_reg_kernel<T, W, KC, decltype(pc)::value, S>;
+            constexpr int PC = decltype(pc)::value;
+            if (realign) {
+              auto kern = &dw_fwd_cf_reg_kernel<T, W, KC, PC, true, true>;
               DW_LAUNCH(kern, grid, size_t(0), stream, ra);
-            });
-            DW_CHECK_LAUNCH("dw_fwd_cf_reg_kernel");
+            } else {
+              with_flag(!aligned, [&](auto shift) {
+                constexpr bool S = decltype(shift)::value;
+                auto kern = &dw_fwd_cf_reg_kernel<T, W, KC, PC, S>;
+                DW_LAUNCH(kern, grid, size_t(0), stream, ra);
+              });
+            }
+            DW_CHECK_LAUNCH(realign ? "dw_fwd_cf_reg_kernel/realign" : "dw_fwd_cf_reg_kernel");
           });
           if (launched) return;
         }

@@ -578,6 +578,7 @@ int main_impl(int argc, char** argv) {
     for (const FB& f : fbs) {
       Case cs{3, 3, f.L, f.K, 1, 1, f.pl, f.pr, true, f.xkind, f.ykind, f.xoff, f.yoff, Tuning{}};
       cs.tune.allow_reg_fwd = f.reg;
+      cs.tune.reg_realign = false;  // x and y apart: the realigning forward (tested below) stands aside
       // Half types take the tensor-core kernel there; the tile kernel with it switched off.
       cs.expect_fwd = is_half(f.types) ? "dw_fwd_cf_tc_kernel" : "dw_fwd_cf_kernel";
       run(cs, f.types);
@@ -603,6 +604,7 @@ int main_impl(int argc, char** argv) {
         Case cs{1 + si % 2, 3, L, K, 1, 1, pl, pr, si % 3 != 1, L_CF, si % 2 ? L_CFPAD : L_CF, 0,
                 1 + si % 3, Tuning{}};
         cs.tune.allow_tc = false;
+        cs.tune.reg_realign = false;  // else the register-direct forward realigns x to y's grid
         if (si % 4 == 3) cs.tune.max_grid = 2;
         // float64 has no compiled K: the run-time-K forward, its quarter warps' areas.
         cs.expect_fwd = stypes[si % 3] == 3 ? "dw_fwd_cf_rt_kernel" : "dw_fwd_cf_kernel";
@@ -676,8 +678,45 @@ int main_impl(int argc, char** argv) {
       Case cs{2, 3, 1031, 9, 1, 1, 4, 4, true, L_CF, L_CF, 1 + off, 1, Tuning{}};
       cs.tune.rows = 0;
       cs.tune.reg_shifted = off != 0;  // off: the knob; on: x one element further than y / dy / dx
+      cs.tune.reg_realign = false;     // the forward on x at another shift: below
       cs.expect_fwd = "dw_fwd_cf_kernel";
       cs.expect_bwd = "dw_bwd_cf_kernel";
+      run(cs, 0);
+    }
+    // The forward on x and y rows at different shifts (kRealign): x 0-3 elements into its
+    // storage and y at another offset, or 'valid' / asymmetric pads (rows of L and Lo elements),
+    // lengths around the vector and the warp item, every compiled K and pad, forced capped grids
+    // now and then. Every such case must take the realigning kernel; the knob off takes the tile /
+    // tensor-core kernels.
+    idx = 0;
+    int realigned = 0;
+    for (int64_t K : {3, 4, 5, 9}) {
+      for (int64_t pl : {int64_t(0), (K - 1) / 2, K / 2, K - 1}) {
+        for (int64_t L : slens) {
+          const int64_t pr = pl == 0 ? idx % 3 : K - 1 - pl;  // 'valid' and short right pads too
+          const int xoff = idx % 4, yoff = (idx / 4 + 1) % 5;
+          Case cs{1 + idx % 2, 2 + idx % 3, L, K, 1, 1, pl, pr, idx % 3 != 1, idx % 5 == 2 ? L_CFPAD : L_CF,
+                  L_CF, xoff, yoff, Tuning{}};
+          cs.grads = 1 + idx % 7;
+          if (idx % 9 == 4) cs.tune.max_grid = 2;
+          cs.tune.rows = 0;
+          cs.expect_fwd = "dw_fwd_cf_reg_kernel";
+          const size_t before = g_kernel_counts["dw_fwd_cf_reg_kernel/realign"];
+          run(cs, reg_types[(idx + idx / 8) % 5]);
+          realigned += g_kernel_counts["dw_fwd_cf_reg_kernel/realign"] > before;
+          ++idx;
+        }
+      }
+    }
+    if (realigned < idx / 2) {
+      std::printf("FAIL register-direct forward: only %d of %d cases realigned\n", realigned, idx);
+      ++g_failures;
+    }
+    {
+      Case cs{2, 3, 1031, 9, 1, 1, 4, 4, true, L_CF, L_CF, 2, 1, Tuning{}};
+      cs.tune.rows = 0;
+      cs.tune.reg_realign = false;
+      cs.expect_fwd = "dw_fwd_cf_kernel";
       run(cs, 0);
     }
     // Fallbacks to the tile kernel: dy / dx 4-byte aligned, x 8-byte aligned with dw wanted,
