@@ -81,18 +81,20 @@ def tensor_core_rows() -> None:
 def odd_rows() -> None:
     """Odd lengths of contiguous tensors (rows at shifts off the 16-byte grid): the register-direct
     kernels walking each row on its own grid (compiled K, 'same', causal and 'valid' pads, rows of
-    one element up to several work items, short rows kept off the rows kernels), then the same with
-    them off (the tile and tensor-core kernels), and a run-time K (33) beside them."""
+    one element up to several work items, short rows kept off the rows kernels), and slices
+    x[..., 1:] (x and y rows at different shifts: the forward realigns x in registers), then the
+    same with them off (the tile and tensor-core kernels), and a run-time K (33) beside them."""
     os.environ["SEPCONV1D_DW_ROWS"] = "0"
     for reg in ("1", "0"):
         os.environ["SEPCONV1D_DW_REG_SHIFTED"] = reg
         for dtype, wdtype in ((torch.float32, torch.float32), (torch.bfloat16, torch.bfloat16),
                               (torch.float16, torch.float32)):
-            for length in (1, 7, 13, 1001, 4097):
-                for k, padding in ((3, "same"), (4, "causal"), (5, "same"), (9, (8, 0)), (9, (0, 0)), (33, "same")):
+            for length, view in ((1, 0), (7, 1), (13, 0), (1001, 1), (4097, 0), (4096, 1)):
+                for k, padding in ((3, "same"), (4, "causal"), (5, "same"), (9, (8, 0)), (9, (0, 0)), (3, (0, 0)),
+                                   (33, "same")):
                     if length + sum(padding if isinstance(padding, tuple) else (0,)) < k and padding == (0, 0):
                         continue
-                    x = torch.randn(3, 6, length, device="cuda", dtype=dtype, requires_grad=True)
+                    x = torch.randn(3, 6, length + view, device="cuda", dtype=dtype)[..., view:].requires_grad_()
                     w = torch.randn(6, k, device="cuda", dtype=wdtype, requires_grad=True)
                     b = torch.randn(6, device="cuda", dtype=wdtype, requires_grad=True)
                     y = sepconv1d.depthwise_conv1d(x, w, b, padding=padding)
