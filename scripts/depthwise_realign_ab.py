@@ -7,7 +7,8 @@
   bound     the same shapes with x and y co-aligned (a contiguous x of y's length, 'same'): the
             register-direct forward without the realignment, per output.
 
-triton.testing.do_bench medians over three rotating input sets, us; GB/s of x and y.
+Device time (_device_timing.with_env: calls queued behind a sleep, three rotating input sets), us;
+GB/s of x and y.
 
     python3 -P scripts/depthwise_realign_ab.py     # JSON to $OUT/depthwise_realign_ab.json
 """
@@ -17,11 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
 import torch
-import triton.testing
 
 import sepconv1d  # noqa: F401  (registers torch.ops.sepconv1d)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _device_timing import with_env  # noqa: E402
 
 op = torch.ops.sepconv1d
 # B, C, L (y's length), K, dtype, form: "slice" is x[..., 1:] of rows of L + 1 with 'same' padding;
@@ -33,10 +37,6 @@ CASES = [(32, 512, 4096, 9, "bf16", "slice"), (32, 512, 4096, 3, "bf16", "slice"
          (8, 5120, 2048, 4, "bf16", "valid"), (8, 512, 16384, 4, "fp32", "valid")]
 SWITCH = "SEPCONV1D_DW_REG_REALIGN"
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
-
-
-def bench(fn) -> float:
-    return round(triton.testing.do_bench(fn, warmup=25, rep=150, return_mode="median") * 1e3, 1)
 
 
 def inputs(B, C, L, K, dtype, form):
@@ -61,22 +61,18 @@ def main() -> None:
     for B, C, L, K, dt, form in cases:
         dtype = DTYPES[dt]
         row = {"B": B, "C": C, "L": L, "K": K, "dtype": dt, "form": form}
-        for name, shape_form, env in (("default", form, "1"), ("off", form, "0"), ("bound", "same", "1")):
+        for name, shape_form, value in (("default", form, None), ("off", form, "0"), ("bound", "same", None)):
             xs, (pl, pr) = inputs(B, C, L, K, dtype, shape_form)
             w = torch.randn(C, K, device="cuda", dtype=dtype)
             bias = torch.randn(C, device="cuda", dtype=dtype)
-            turn = [0]
 
-            def fwd(xs=xs, w=w, bias=bias, pl=pl, pr=pr):
-                turn[0] = (turn[0] + 1) % 3
-                return op.depthwise_conv1d(xs[turn[0]], w, bias, 1, pl, pr, 1)
+            def fwd(i, xs=xs, w=w, bias=bias, pl=pl, pr=pr):
+                return op.depthwise_conv1d(xs[i], w, bias, 1, pl, pr, 1)
 
-            os.environ[SWITCH] = env
-            row[name] = bench(fwd)
+            row[name] = round(with_env(SWITCH, value, fwd), 1)
             nbytes = (xs[0].shape[-1] + L) * B * C * xs[0].element_size()
             row[f"{name}_gbps"] = round(nbytes / row[name] / 1e3, 1)
             del xs
-        os.environ.pop(SWITCH, None)
         print(json.dumps(row), flush=True)
         out["cases"].append(row)
     with open(os.path.join(os.environ.get("OUT", "."), "depthwise_realign_ab.json"), "w") as f:
