@@ -82,8 +82,9 @@ def odd_rows() -> None:
     """Odd lengths of contiguous tensors (rows at shifts off the 16-byte grid): the register-direct
     kernels walking each row on its own grid (compiled K, 'same', causal and 'valid' pads, rows of
     one element up to several work items, short rows kept off the rows kernels), and slices
-    x[..., 1:] (x and y rows at different shifts: the forward realigns x in registers), then the
-    same with them off (the tile and tensor-core kernels), and a run-time K (33) beside them."""
+    x[..., 1:] (x and y rows at different shifts: the forward realigns x in registers, so does the
+    backward where dy and dx share their shift), then the same with them off (the tile and
+    tensor-core kernels), and a run-time K (33) beside them."""
     os.environ["SEPCONV1D_DW_ROWS"] = "0"
     for reg in ("1", "0"):
         os.environ["SEPCONV1D_DW_REG_SHIFTED"] = reg

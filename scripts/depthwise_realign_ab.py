@@ -1,14 +1,16 @@
-"""A/B of the depthwise forward where x and y rows sit at different shifts off the 16-byte grid
+"""A/B of the depthwise kernels where x and y rows sit at different shifts off the 16-byte grid
 (a slice x[..., s:], 'valid' outputs), in one process:
 
-  default   the register-direct forward, x realigned to y's grid in registers (kRealign);
-  off       SEPCONV1D_DW_REG_REALIGN=0: the tensor-core kernel (16-bit) or the tile kernel (float32),
-            as before;
+  default   the register-direct kernels, x realigned to y's grid in registers (the forward's
+            kRealign; the backward's kRealignX where dy and dx share their shift, i.e. the slices);
+  off       SEPCONV1D_DW_REG_REALIGN=0: the tensor-core kernels (16-bit) or the tile kernels
+            (float32), as before;
   bound     the same shapes with x and y co-aligned (a contiguous x of y's length, 'same'): the
-            register-direct forward without the realignment, per output.
+            register-direct kernels without the realignment.
 
-Device time (_device_timing.with_env: calls queued behind a sleep, three rotating input sets), us;
-GB/s of x and y.
+Forward (y), and for the slices the backward (dx, dw, db, columns bwd_*); device time
+(_device_timing.with_env: calls queued behind a sleep, three rotating input sets), us; GB/s of the
+forward's x and y.
 
     python3 -P scripts/depthwise_realign_ab.py     # JSON to $OUT/depthwise_realign_ab.json
 """
@@ -72,6 +74,14 @@ def main() -> None:
             row[name] = round(with_env(SWITCH, value, fwd), 1)
             nbytes = (xs[0].shape[-1] + L) * B * C * xs[0].element_size()
             row[f"{name}_gbps"] = round(nbytes / row[name] / 1e3, 1)
+            if form == "slice":
+                gs = [torch.randn(B, C, L, device="cuda", dtype=dtype) for _ in range(3)]
+
+                def bwd(i, xs=xs, gs=gs, w=w, pl=pl, pr=pr):
+                    return op.depthwise_conv1d_backward(gs[i], xs[i], w, 1, pl, pr, 1, True, True, True)
+
+                row[f"bwd_{name}"] = round(with_env(SWITCH, value, bwd), 1)
+                del gs
             del xs
         print(json.dumps(row), flush=True)
         out["cases"].append(row)

@@ -341,25 +341,27 @@ def test_register_kernels_on_co_aligned_odd_rows(monkeypatch, dtypes, kernel_siz
             assert any(kernel in n for n in names), (kernel, length, padding, sorted(set(names)))
 
 
-def _reg_forward_args(names):
+def _reg_kernel_args(names, kernel):
     """The template arguments (T, W, K, P, kShift, kRealign) of each register-direct channel-first
-    forward among the recorded kernel names."""
-    return [re.search(r"dw_fwd_cf_reg_kernel<([^>]*)>", n).group(1).replace(" ", "").split(",")
-            for n in names if "dw_fwd_cf_reg_kernel<" in n]
+    forward or backward (kernel: "dw_fwd_cf_reg_kernel" or "dw_bwd_cf_reg_kernel") among the
+    recorded kernel names."""
+    return [re.search(kernel + r"<([^>]*)>", n).group(1).replace(" ", "").split(",")
+            for n in names if kernel + "<" in n]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the routing switches are read by the CUDA kernels")
 @pytest.mark.parametrize("realign", ["1", "0"])
 @pytest.mark.parametrize("kernel_size", [3, 4, 5, 9])
 @pytest.mark.parametrize("dtypes", [DTYPES[0], DTYPES[2], DTYPES[3]], ids=dtype_pair_id)
-def test_register_forward_on_rows_at_different_shifts(monkeypatch, dtypes, kernel_size, realign):
-    """The register-direct forward where x and y rows sit at different shifts off the 16-byte grid
-    (x realigned to y's grid in registers; SEPCONV1D_DW_REG_REALIGN "1", the default, or "0": the
-    tensor-core or tile kernels): slices x[..., 1:] to x[..., 3:] of longer rows with 'same', causal,
-    'valid' and asymmetric pads, rows of several work items and rows shorter than one vector (short
-    rows kept off the rows kernels). With realign on, every forward call takes the realigning
-    kernel (checked by its template arguments); forward and every gradient against float64,
-    outputs poisoned."""
+def test_register_kernels_on_rows_at_different_shifts(monkeypatch, dtypes, kernel_size, realign):
+    """The register-direct kernels where x's rows sit at another shift off the 16-byte grid than
+    y's (dy's, dx's): x realigned to y's grid in registers (SEPCONV1D_DW_REG_REALIGN "1", the
+    default; "0": the tensor-core or tile kernels). Slices x[..., 1:] to x[..., 3:] of longer rows
+    with 'same', causal, 'valid' and asymmetric pads, rows of several work items and rows shorter
+    than one vector (short rows kept off the rows kernels). With realign on, every forward call
+    realigns, and so does every backward call that wants dw where y is as long as x (dy and dx then
+    share their shift); checked by the kernels' template arguments. Forward and every gradient
+    against float64, outputs poisoned."""
     monkeypatch.setenv("SEPCONV1D_DW_ROWS", "0")
     monkeypatch.setenv("SEPCONV1D_DW_REG_REALIGN", realign)
     xdtype, wdtype = dtypes
@@ -377,12 +379,16 @@ def test_register_forward_on_rows_at_different_shifts(monkeypatch, dtypes, kerne
             _check_forward_and_grads(x, weight, bias, left, right, 1, what)
             torch.cuda.synchronize()
         names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-        realigned = [args for args in _reg_forward_args(names) if args[5] == "true"]
+        fwd = [args for args in _reg_kernel_args(names, "dw_fwd_cf_reg_kernel") if args[5] == "true"]
+        bwd = [args for args in _reg_kernel_args(names, "dw_bwd_cf_reg_kernel") if args[5] == "true"]
         if realign == "1":
-            # Three forward calls per case (the check's, then those of dx alone and dw alone).
-            assert len(realigned) >= 3, (what, sorted(set(names)))
+            # Three forward calls per case (the check's, then those of dx alone and dw alone); two
+            # backward calls want dw (all gradients, dw alone).
+            assert len(fwd) >= 3, (what, sorted(set(names)))
+            if left + right == kernel_size - 1:
+                assert len(bwd) >= 2, (what, sorted(set(names)))
         else:
-            assert not realigned, (what, sorted(set(names)))
+            assert not fwd and not bwd, (what, sorted(set(names)))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="SEPCONV1D_DW_PHASES is read by the CUDA kernels")

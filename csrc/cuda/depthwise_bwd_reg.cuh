@@ -48,9 +48,13 @@ constexpr int64_t reg_bwd_span() {
 // kShift (rows off the 16-byte grid, dy, x and dx co-aligned: positions on dy's row grid, as in
 // the forward); p.work = B * p.ntiles items per channel;
 // p.split: blocks per channel (grid = C * split). p.part: [split][K + 1][C] when dw or db is wanted.
-template <typename T, typename W, int K_, int P, bool kShift>
+// kRealignX (with kShift): x rows at another shift than dy's and dx's (a slice x[..., 1:] with
+// 'same' or causal pads): x loaded on its own grid and realigned to dy's in registers, as the
+// forward's kRealign does.
+template <typename T, typename W, int K_, int P, bool kShift, bool kRealignX = false>
 __global__ void __launch_bounds__(kThreads, kRegBwdMinBlocks)
     dw_bwd_cf_reg_kernel(const BwdArgs<T, W> p) {
+  static_assert(kShift || !kRealignX, "realigned rows are shifted rows");
   using WinX = RegWindow<T, K_, P>;           // x around a dy vector (weight gradient)
   using WinD = RegWindow<T, K_, K_ - 1 - P>;  // dy around a dx vector (flipped kernel)
   constexpr int NV = WinX::NV;
@@ -93,13 +97,16 @@ __global__ void __launch_bounds__(kThreads, kRegBwdMinBlocks)
         }
       }
     };
+    // kRealignX: x d elements earlier on its own grid, one more lane loading step U.
+    const int d = kRealignX ? (row_shift(xrow) - row_shift(dyrow)) & (NV - 1) : 0;
+    constexpr int HRX = kRealignX ? WinX::HR + 1 : WinX::HR;
     auto load_x = [&](bool checked) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) reg_load<T, kShift>(xrow, el + u * STEP, p.L, checked, xr[u]);
+      for (int u = 0; u < U; ++u) reg_load<T, kShift>(xrow, el - d + u * STEP, p.L, checked, xr[u]);
       if (lane >= 32 - WinX::HL) {
-        reg_load<T, kShift>(xrow, el - STEP, p.L, checked, xedge);
-      } else if (lane < WinX::HR) {
-        reg_load<T, kShift>(xrow, el + SPAN, p.L, checked, xedge);
+        reg_load<T, kShift>(xrow, el - d - STEP, p.L, checked, xedge);
+      } else if (lane < HRX) {
+        reg_load<T, kShift>(xrow, el - d + SPAN, p.L, checked, xedge);
       }
     };
     if (e0 - WinD::HL * NV >= 0 && e0 + SPAN + WinD::HR * NV <= p.Lo) {
@@ -108,11 +115,12 @@ __global__ void __launch_bounds__(kThreads, kRegBwdMinBlocks)
       load_dy(true);
     }
     if (p.want_w) {
-      if (e0 - WinX::HL * NV >= 0 && e0 + SPAN + WinX::HR * NV <= p.L) {
+      if (e0 - d - WinX::HL * NV >= 0 && e0 - d + SPAN + HRX * NV <= p.L) {
         load_x(false);
       } else {
         load_x(true);
       }
+      if constexpr (kRealignX) reg_realign<T, U>(xr, xedge, d, lane);
     }
     // Warp-uniform: every dx store a whole vector.
     const bool full_item = (!kShift || e0 >= 0) && e0 + SPAN <= p.L;

@@ -106,7 +106,7 @@ bool use_phases(const ConvGeometry& g, ScalarType dtype, bool backward,
 // (2, 4 or 8) in whole 16-byte units, "0" 2-byte rows element by element (A/B).
 // SEPCONV1D_DW_REG_SHIFTED=0: the register-direct CF kernels on 16-byte-aligned rows only (not on
 // co-aligned rows at a shift, A/B). SEPCONV1D_DW_REG_REALIGN=0: the register-direct CF forward not
-// on x and y rows at different shifts (A/B).
+// on x and y rows at different shifts, nor the backward on x at another shift than dy's (A/B).
 // SEPCONV1D_DW_SPECIALIZED=0 turns the
 // compiled kernel sizes off (every K then runs as a run-time or padded K: A/B runs).
 dwk::Tuning tuning() {

@@ -220,6 +220,31 @@ DW_DEV void reg_funnel(const uint32_t (&a)[4], const uint32_t (&b)[4], int d, ui
   }
 }
 
+// The item's vectors realigned from x's grid to the item's (kRealign): `own` (U steps) and `edge`
+// were loaded d elements before the lane's vectors, on x's own 16-byte grid, with one more lane
+// loading step U (lanes <= HR). Each vector then continues in the next lane's (lane 31: in lane
+// 0's of the next step, or of step U, which lane 0 holds in `edge`; lane 31's step -1 edge in lane
+// 0's step 0). Every shuffle sends raw vectors, so the edges' go first.
+template <typename T, int U>
+DW_DEV void reg_realign(uint32_t (&own)[U][4], uint32_t (&edge)[4], int d, int lane) {
+  uint32_t nxt_edge[4];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    nxt_edge[q] = __shfl_sync(0xffffffffu, lane == 0 ? own[0][q] : edge[q], (lane + 1) & 31);
+  }
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    uint32_t nxt[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const uint32_t send = lane == 0 ? (u + 1 < U ? own[u + 1 < U ? u + 1 : 0][q] : edge[q]) : own[u][q];
+      nxt[q] = __shfl_sync(0xffffffffu, send, (lane + 1) & 31);
+    }
+    reg_funnel<T>(own[u], nxt, d, own[u]);
+  }
+  reg_funnel<T>(edge, nxt_edge, d, edge);
+}
+
 // Builds the window of step u from the lane's raw vectors `own` (U of them) and `edge` (the vector
 // of step -1 for lanes >= 32 - HL, of step U for lanes < HR), and widens it to floats:
 // f[m * NV + e] = element e of window vector m (m = HL: the lane's own vector), 0 where no tap reads.
@@ -315,27 +340,7 @@ __global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<T, K_, kShift>())
     } else {
       load_all(true);
     }
-    if constexpr (kRealign) {
-      // Each vector from the lane's and the next lane's raw ones: lane 31's continues in lane 0's
-      // of the next step (of step U, held in lane 0's edge), lane 31's step -1 edge in lane 0's
-      // step 0. Every shuffle sends raw vectors, so the edges' are taken first.
-      uint32_t nxt_edge[4];
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        nxt_edge[q] = __shfl_sync(0xffffffffu, lane == 0 ? xr[0][q] : edge[q], (lane + 1) & 31);
-      }
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        uint32_t nxt[4];
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const uint32_t send = lane == 0 ? (u + 1 < U ? xr[u + 1 < U ? u + 1 : 0][q] : edge[q]) : xr[u][q];
-          nxt[q] = __shfl_sync(0xffffffffu, send, (lane + 1) & 31);
-        }
-        reg_funnel<T>(xr[u], nxt, d, xr[u]);
-      }
-      reg_funnel<T>(edge, nxt_edge, d, edge);
-    }
+    if constexpr (kRealign) reg_realign<T, U>(xr, edge, d, lane);
     // Warp-uniform: every store a whole vector.
     const bool full_item = (!kShift || e0 >= 0) && e0 + SPAN <= p.Lo;
     float wr[K_];

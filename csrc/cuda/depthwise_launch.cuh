@@ -78,7 +78,8 @@ struct Tuning {
   bool reg_shifted = true;        // register-direct CF kernels on co-aligned rows off the 16-byte
                                   // grid too (cf_coaligned), each row on its own grid
   bool reg_realign = true;        // with reg_shifted: the CF forward on x and y rows at different
-                                  // shifts too (x realigned in registers, kRealign)
+                                  // shifts too (x realigned in registers, kRealign), and the
+                                  // backward on x at another shift than dy and dx (kRealignX)
   bool force_direct = false;
   int64_t smem_limit = -1;        // < 0: the device limit
   int64_t max_grid = INT_MAX;     // cap on grid size (tests force the grid-stride loops)
@@ -1380,10 +1381,13 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
     // each row on its own grid.
     const bool reg_aligned = a.dy_vec == kVecGroup && (!want_w || a.x_vec == kVecGroup) &&
                              (!want_x || a.dx_vec == kVecGroup);
-    const bool reg_coaligned = tune.reg_shifted &&
-                               (!want_w || cf_coaligned<T>(dy, dyd, x, xd, pr.B, pr.C)) &&
-                               (!want_x || cf_coaligned<T>(dy, dyd, dx, dxd, pr.B, pr.C));
-    if (fast && tune.allow_reg_bwd && (reg_aligned || reg_coaligned)) {
+    // x at another shift than dy and dx (a slice's backward with Lo = L): x realigned (kRealignX).
+    const bool dy_dx_coaligned =
+        tune.reg_shifted && (!want_x || cf_coaligned<T>(dy, dyd, dx, dxd, pr.B, pr.C));
+    const bool reg_coaligned =
+        dy_dx_coaligned && (!want_w || cf_coaligned<T>(dy, dyd, x, xd, pr.B, pr.C));
+    const bool realign_x = !reg_aligned && !reg_coaligned && dy_dx_coaligned && tune.reg_realign;
+    if (fast && tune.allow_reg_bwd && (reg_aligned || reg_coaligned || realign_x)) {
       bool launched = false;
       with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
         constexpr int KC = decltype(kc)::value;
@@ -1398,12 +1402,17 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
           DW_HOST_CHECK(grid <= INT_MAX, "sepconv1d: too many channels for the CUDA grid");
           launched = with_reg_pad<KC>(pr.pl, [&](auto pc) {
             if (want_wb) ra.part = static_cast<A*>(alloc(size_t(ra.split * per_split)));
-            with_flag(!reg_aligned, [&](auto shift) {
-              constexpr bool S = decltype(shift)::value;
-              auto kern = &dw_bwd_cf_reg_kernel<T, W, KC, decltype(pc)::value, S>;
+            if (realign_x) {
+              auto kern = &dw_bwd_cf_reg_kernel<T, W, KC, decltype(pc)::value, true, true>;
               DW_LAUNCH(kern, grid, size_t(0), stream, ra);
-            });
-            DW_CHECK_LAUNCH("dw_bwd_cf_reg_kernel");
+            } else {
+              with_flag(!reg_aligned, [&](auto shift) {
+                constexpr bool S = decltype(shift)::value;
+                auto kern = &dw_bwd_cf_reg_kernel<T, W, KC, decltype(pc)::value, S>;
+                DW_LAUNCH(kern, grid, size_t(0), stream, ra);
+              });
+            }
+            DW_CHECK_LAUNCH(realign_x ? "dw_bwd_cf_reg_kernel/realign" : "dw_bwd_cf_reg_kernel");
             if (want_wb) launch_reduce(ra.part, ra.split);
           });
         }

@@ -686,10 +686,12 @@ int main_impl(int argc, char** argv) {
     // The forward on x and y rows at different shifts (kRealign): x 0-3 elements into its
     // storage and y at another offset, or 'valid' / asymmetric pads (rows of L and Lo elements),
     // lengths around the vector and the warp item, every compiled K and pad, forced capped grids
-    // now and then. Every such case must take the realigning kernel; the knob off takes the tile /
-    // tensor-core kernels.
+    // now and then. At least half the cases must take the realigning forward, and where dy and dx
+    // share their shift (Lo = L) with dw wanted, the backward realigns x too (kRealignX); the knob
+    // off takes the tile / tensor-core kernels.
     idx = 0;
     int realigned = 0;
+    const int bwd_realigned0 = g_kernel_counts["dw_bwd_cf_reg_kernel/realign"];
     for (int64_t K : {3, 4, 5, 9}) {
       for (int64_t pl : {int64_t(0), (K - 1) / 2, K / 2, K - 1}) {
         for (int64_t L : slens) {
@@ -701,7 +703,7 @@ int main_impl(int argc, char** argv) {
           if (idx % 9 == 4) cs.tune.max_grid = 2;
           cs.tune.rows = 0;
           cs.expect_fwd = "dw_fwd_cf_reg_kernel";
-          const size_t before = g_kernel_counts["dw_fwd_cf_reg_kernel/realign"];
+          const int before = g_kernel_counts["dw_fwd_cf_reg_kernel/realign"];
           run(cs, reg_types[(idx + idx / 8) % 5]);
           realigned += g_kernel_counts["dw_fwd_cf_reg_kernel/realign"] > before;
           ++idx;
@@ -710,6 +712,10 @@ int main_impl(int argc, char** argv) {
     }
     if (realigned < idx / 2) {
       std::printf("FAIL register-direct forward: only %d of %d cases realigned\n", realigned, idx);
+      ++g_failures;
+    }
+    if (g_kernel_counts["dw_bwd_cf_reg_kernel/realign"] < bwd_realigned0 + 8) {
+      std::printf("FAIL register-direct backward: x realigned in fewer than 8 launches\n");
       ++g_failures;
     }
     {
