@@ -8,6 +8,8 @@ and all gradient checks use. test_reference.py checks that the two agree.
 
 from __future__ import annotations
 
+import re
+
 import torch
 import torch.nn.functional as F
 
@@ -138,6 +140,13 @@ def poison_allocator(device: str, nbytes: int) -> None:
         t = torch.empty(max(n // 4, 1), dtype=torch.float32, device=device)
         t.fill_(float("nan"))
         del t
+
+
+def kernel_template_args(names, kernel: str) -> list[list[str]]:
+    """The template arguments, by position and without spaces, of each recorded CUDA kernel name
+    (profiler events) that instantiates `kernel`."""
+    return [re.search(kernel + r"<([^>]*)>", n).group(1).replace(" ", "").split(",")
+            for n in names if kernel + "<" in n]
 
 
 def dtype_pair_id(pair) -> str:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 import torch
 from reference import (
     LAYOUTS,
     assert_close_to_reference,
     dtype_pair_id,
+    kernel_template_args,
     make_activation,
     poison_allocator,
     reference_depthwise,
@@ -341,14 +340,6 @@ def test_register_kernels_on_co_aligned_odd_rows(monkeypatch, dtypes, kernel_siz
             assert any(kernel in n for n in names), (kernel, length, padding, sorted(set(names)))
 
 
-def _reg_kernel_args(names, kernel):
-    """The template arguments (T, W, K, P, kShift, kRealign) of each register-direct channel-first
-    forward or backward (kernel: "dw_fwd_cf_reg_kernel" or "dw_bwd_cf_reg_kernel") among the
-    recorded kernel names."""
-    return [re.search(kernel + r"<([^>]*)>", n).group(1).replace(" ", "").split(",")
-            for n in names if kernel + "<" in n]
-
-
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the routing switches are read by the CUDA kernels")
 @pytest.mark.parametrize("realign", ["1", "0"])
 @pytest.mark.parametrize("kernel_size", [3, 4, 5, 9])
@@ -379,8 +370,9 @@ def test_register_kernels_on_rows_at_different_shifts(monkeypatch, dtypes, kerne
             _check_forward_and_grads(x, weight, bias, left, right, 1, what)
             torch.cuda.synchronize()
         names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-        fwd = [args for args in _reg_kernel_args(names, "dw_fwd_cf_reg_kernel") if args[5] == "true"]
-        bwd = [args for args in _reg_kernel_args(names, "dw_bwd_cf_reg_kernel") if args[5] == "true"]
+        # Template arguments (T, W, K, P, kShift, kRealign): kRealign on.
+        fwd = [args for args in kernel_template_args(names, "dw_fwd_cf_reg_kernel") if args[5] == "true"]
+        bwd = [args for args in kernel_template_args(names, "dw_bwd_cf_reg_kernel") if args[5] == "true"]
         if realign == "1":
             # Three forward calls per case (the check's, then those of dx alone and dw alone); two
             # backward calls want dw (all gradients, dw alone).

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 import torch
 from reference import (
@@ -11,6 +9,7 @@ from reference import (
     TF32_TOLERANCE,
     assert_close_to_reference,
     dtype_pair_id,
+    kernel_template_args,
     make_activation,
     poison_allocator,
     reference_grad_magnitudes,
@@ -831,8 +830,7 @@ def _profiled_forward(x, dw, dwb, pw, pwb, pads, label):
 def _ws_kernel_args(names):
     """The template arguments (Tx, BN, kXcl, kG, kSC, kXTma, kDwMma, kPermRows) of each
     warp-specialised forward kernel among the recorded kernel names."""
-    return [re.search(r"sep_fwd_ws_kernel<([^>]*)>", n).group(1).replace(" ", "").split(",")
-            for n in names if "sep_fwd_ws_kernel" in n]
+    return kernel_template_args(names, "sep_fwd_ws_kernel")
 
 
 def _ws_kernel_tails(names):
