@@ -55,6 +55,7 @@ template <typename T, typename W, int K_, int P, bool kShift, bool kRealignX = f
 __global__ void __launch_bounds__(kThreads, kRegBwdMinBlocks)
     dw_bwd_cf_reg_kernel(const BwdArgs<T, W> p) {
   static_assert(kShift || !kRealignX, "realigned rows are shifted rows");
+  constexpr bool kCold = reg_cold_edges<T, K_, true, kRealignX>();
   using WinX = RegWindow<T, K_, P>;           // x around a dy vector (weight gradient)
   using WinD = RegWindow<T, K_, K_ - 1 - P>;  // dy around a dx vector (flipped kernel)
   constexpr int NV = WinX::NV;
@@ -88,12 +89,12 @@ __global__ void __launch_bounds__(kThreads, kRegBwdMinBlocks)
     uint32_t xedge[4] = {0u, 0u, 0u, 0u};
     auto load_dy = [&](bool checked) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) reg_load<T, kShift>(dyrow, el + u * STEP, p.Lo, checked, dyr[u]);
+      for (int u = 0; u < U; ++u) reg_load<T, kShift, kCold>(dyrow, el + u * STEP, p.Lo, checked, dyr[u]);
       if (p.want_x) {
         if (lane >= 32 - WinD::HL) {
-          reg_load<T, kShift>(dyrow, el - STEP, p.Lo, checked, dedge);
+          reg_load<T, kShift, kCold>(dyrow, el - STEP, p.Lo, checked, dedge);
         } else if (lane < WinD::HR) {
-          reg_load<T, kShift>(dyrow, el + SPAN, p.Lo, checked, dedge);
+          reg_load<T, kShift, kCold>(dyrow, el + SPAN, p.Lo, checked, dedge);
         }
       }
     };
@@ -102,11 +103,11 @@ __global__ void __launch_bounds__(kThreads, kRegBwdMinBlocks)
     constexpr int HRX = kRealignX ? WinX::HR + 1 : WinX::HR;
     auto load_x = [&](bool checked) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) reg_load<T, kShift>(xrow, el - d + u * STEP, p.L, checked, xr[u]);
+      for (int u = 0; u < U; ++u) reg_load<T, kShift, kCold>(xrow, el - d + u * STEP, p.L, checked, xr[u]);
       if (lane >= 32 - WinX::HL) {
-        reg_load<T, kShift>(xrow, el - d - STEP, p.L, checked, xedge);
+        reg_load<T, kShift, kCold>(xrow, el - d - STEP, p.L, checked, xedge);
       } else if (lane < HRX) {
-        reg_load<T, kShift>(xrow, el - d + SPAN, p.L, checked, xedge);
+        reg_load<T, kShift, kCold>(xrow, el - d + SPAN, p.L, checked, xedge);
       }
     };
     if (e0 - WinD::HL * NV >= 0 && e0 + SPAN + WinD::HR * NV <= p.Lo) {
@@ -160,7 +161,7 @@ __global__ void __launch_bounds__(kThreads, kRegBwdMinBlocks)
         if (full_item) {
           cf_store_full<T>(dxrow + i, acc);
         } else {
-          reg_store_checked<T, kShift>(dxrow, i, p.L, acc);
+          reg_store_checked<T, kShift, kCold>(dxrow, i, p.L, acc);
         }
       }
     }

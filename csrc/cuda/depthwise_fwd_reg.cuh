@@ -102,12 +102,9 @@ DW_DEV int reg_row_shift(const T* row) {
   return s;
 }
 
-// A vector across a row end (or both ends), element by element, zeros outside [0, len). Out of
-// line: inlined at each load site of an item (ten in the backward) it made the register-direct
-// backward's K 9 kernel 64 KB of code, and instruction fetch its largest stall on rows off the
-// 16-byte grid (csrc/NOTES.md, sixty-sixth session).
+// A vector across a row end (or both ends), element by element, zeros outside [0, len).
 template <typename T>
-DW_DEV_COLD uint4 reg_load_edge(const T* row, int64_t e, int64_t len) {
+DW_DEV uint4 reg_load_edge(const T* row, int64_t e, int64_t len) {
   constexpr int NV = int(16 / sizeof(T));
   T t[NV];
 #pragma unroll
@@ -116,12 +113,26 @@ DW_DEV_COLD uint4 reg_load_edge(const T* row, int64_t e, int64_t len) {
   memcpy(&r, t, 16);
   return r;
 }
+// Which register-direct kernels call the row-edge paths out of line (kCold). Inlined at each load
+// site of an item (ten in the backward) they made the 16-bit K 9 backward 64 KB of code, and
+// instruction fetch its largest stall on rows off the 16-byte grid: out of line it gained 4.9%
+// (bf16 L4097), while the K 3 / K 5 backwards lost 4.8% / 2.8% and the forwards 1-2% (H100,
+// csrc/NOTES.md: sixty-sixth and sixty-eighth sessions). The realigning kernels were measured,
+// and kept their register caps, only out of line.
+template <typename T, int K_, bool kBackward, bool kRealign>
+constexpr bool reg_cold_edges() {
+  return kRealign || (kBackward && sizeof(T) == 2 && K_ == 9);
+}
+template <typename T>
+DW_DEV_COLD uint4 reg_load_edge_cold(const T* row, int64_t e, int64_t len) {
+  return reg_load_edge<T>(row, e, len);
+}
 
 // One 16-byte vector of x at element e of a unit-stride row of length len, as raw words (row + e
 // 16-byte aligned). checked: zeros outside [0, len), element by element for a vector across the
 // row's end or (kShift: rows off the 16-byte grid) its start (e is on the row's grid, so a vector
 // is wholly inside, across an end, or wholly outside).
-template <typename T, bool kShift>
+template <typename T, bool kShift, bool kCold>
 DW_DEV void reg_load(const T* row, int64_t e, int64_t len, bool checked, uint32_t (&r)[4]) {
   constexpr int NV = int(16 / sizeof(T));
   uint4 v;
@@ -130,7 +141,11 @@ DW_DEV void reg_load(const T* row, int64_t e, int64_t len, bool checked, uint32_
     DW_ASSERT(reinterpret_cast<uintptr_t>(row + e) % 16 == 0);
     v = __ldg(reinterpret_cast<const uint4*>(row + e));
   } else if (e < len && (kShift ? e + NV > 0 : e >= 0)) {
-    v = reg_load_edge<T>(row, e, len);
+    if constexpr (kCold) {
+      v = reg_load_edge_cold<T>(row, e, len);
+    } else {
+      v = reg_load_edge<T>(row, e, len);
+    }
   } else {
     v = make_uint4(0u, 0u, 0u, 0u);  // +0.0 in every type
   }
@@ -152,10 +167,10 @@ DW_DEV void cf_store_full(T* q, const float* v) {
   }
 }
 
-// The elements of a vector (raw words of T) that lie in [0, len), one by one: out of line, as
-// reg_load_edge.
+// The elements of a vector (raw words of T) that lie in [0, len), one by one; inline or (kCold)
+// out of line, as reg_load_edge.
 template <typename T>
-DW_DEV_COLD void reg_store_edge(T* row, int64_t j, int64_t len, uint4 bits) {
+DW_DEV void reg_store_edge(T* row, int64_t j, int64_t len, uint4 bits) {
   constexpr int NV = int(16 / sizeof(T));
   T t[NV];
   memcpy(t, &bits, 16);
@@ -164,11 +179,15 @@ DW_DEV_COLD void reg_store_edge(T* row, int64_t j, int64_t len, uint4 bits) {
     if (j + i >= 0 && j + i < len) row[j + i] = t[i];
   }
 }
+template <typename T>
+DW_DEV_COLD void reg_store_edge_cold(T* row, int64_t j, int64_t len, uint4 bits) {
+  reg_store_edge<T>(row, j, len, bits);
+}
 
 // NV outputs of a vector at element j of a unit-stride row of length len (row + j 16-byte
 // aligned): one store inside the row, element by element across its end or (kShift) its start,
 // none outside.
-template <typename T, bool kShift>
+template <typename T, bool kShift, bool kCold>
 DW_DEV void reg_store_checked(T* row, int64_t j, int64_t len, const float* v) {
   constexpr int NV = int(16 / sizeof(T));
   if (j >= 0 && j + NV <= len) {
@@ -181,7 +200,11 @@ DW_DEV void reg_store_checked(T* row, int64_t j, int64_t len, const float* v) {
       bits = make_uint4(pack2<T>(v[0], v[1]), pack2<T>(v[2], v[3]), pack2<T>(v[4], v[5]),
                         pack2<T>(v[6], v[7]));
     }
-    reg_store_edge<T>(row, j, len, bits);
+    if constexpr (kCold) {
+      reg_store_edge_cold<T>(row, j, len, bits);
+    } else {
+      reg_store_edge<T>(row, j, len, bits);
+    }
   }
 }
 
@@ -300,6 +323,7 @@ template <typename T, typename W, int K_, int P, bool kShift, bool kRealign = fa
 __global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<T, K_, kShift>())
     dw_fwd_cf_reg_kernel(const FwdArgs<T, W> p) {
   static_assert(kShift || !kRealign, "realigned rows are shifted rows");
+  constexpr bool kCold = reg_cold_edges<T, K_, false, kRealign>();
   using Win = RegWindow<T, K_, P>;
   constexpr int NV = Win::NV;
   constexpr int HL = Win::HL;
@@ -328,11 +352,11 @@ __global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<T, K_, kShift>())
     uint32_t edge[4] = {0u, 0u, 0u, 0u};
     auto load_all = [&](bool checked) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) reg_load<T, kShift>(xrow, el - d + u * STEP, p.L, checked, xr[u]);
+      for (int u = 0; u < U; ++u) reg_load<T, kShift, kCold>(xrow, el - d + u * STEP, p.L, checked, xr[u]);
       if (lane >= 32 - HL) {
-        reg_load<T, kShift>(xrow, el - d - STEP, p.L, checked, edge);  // step -1
+        reg_load<T, kShift, kCold>(xrow, el - d - STEP, p.L, checked, edge);  // step -1
       } else if (lane < HRL) {
-        reg_load<T, kShift>(xrow, el - d + SPAN, p.L, checked, edge);  // step U
+        reg_load<T, kShift, kCold>(xrow, el - d + SPAN, p.L, checked, edge);  // step U
       }
     };
     if (e0 - d - HL * NV >= 0 && e0 - d + SPAN + HRL * NV <= p.L) {  // warp-uniform
@@ -367,7 +391,7 @@ __global__ void __launch_bounds__(kThreads, reg_fwd_min_blocks<T, K_, kShift>())
       if (full_item) {
         cf_store_full<T>(yrow + j, acc);
       } else {
-        reg_store_checked<T, kShift>(yrow, j, p.Lo, acc);
+        reg_store_checked<T, kShift, kCold>(yrow, j, p.Lo, acc);
       }
     }
   }

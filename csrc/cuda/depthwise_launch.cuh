@@ -181,6 +181,22 @@ bool cf_coaligned(const void* a, const Desc3& ad, const void* b, const Desc3& bd
          (B <= 1 || m16((ad.sb - bd.sb) * e)) && (C <= 1 || m16((ad.sc - bd.sc) * e));
 }
 
+// Where the realigning register-direct kernels (x at another shift than y, or than dy and dx)
+// beat what such rows took before (H100, csrc/NOTES.md sixty-eighth session). Forward: half types,
+// over the tensor-core kernel (bf16 slice K 9 107 against 121 us, fp16 K 5 73 against 100, Mamba's
+// 'valid' 130 against 169); float32 keeps the tile kernel, at copy speed there (K 9 183 against
+// the realigning 187). Backward: float32 (K 3 / K 9 4-7%) and half types to K 5 (bf16 K 3 169
+// against 181, fp16 K 5 136 against 202); the half K 9 backward lost to the tensor-core one (202
+// against 180 us). Kernels that would not pay are not compiled.
+template <typename T, int K_>
+constexpr bool reg_realign_fwd_pays() {
+  return sizeof(T) == 2;
+}
+template <typename T, int K_>
+constexpr bool reg_realign_bwd_pays() {
+  return sizeof(T) == 4 || (sizeof(T) == 2 && K_ <= 5);
+}
+
 template <typename T, int V, int G>
 int cl_vec_level(const void* p, const Desc3& t) {
   if (cl_vec_ok<T, G * V>(p, t)) return kVecGroup;
@@ -923,7 +939,8 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
         const bool aligned = a.x_vec == kVecGroup && a.y_vec == kVecGroup;
         const bool coaligned =
             aligned || (tune.reg_shifted && cf_coaligned<T>(x, xd, y, yd, pr.B, pr.C));
-        const bool realign = !coaligned && tune.reg_shifted && tune.reg_realign;
+        constexpr bool kRealignPays = reg_realign_fwd_pays<T, KC>();
+        const bool realign = kRealignPays && !coaligned && tune.reg_shifted && tune.reg_realign;
         if (tune.allow_reg_fwd && (coaligned || realign)) {
           FwdArgs<T, W> ra = a;
           ra.ntiles = ceil_div(pr.Lo + (aligned ? 0 : N - 1), reg_fwd_span<T>());  // items per row
@@ -932,8 +949,8 @@ void forward(const Problem& pr, const T* x, const Desc3& xd, const W* w, const W
               clamp64(ceil_div(ra.total, kWarps), 1, std::min<int64_t>(tune.max_grid, INT_MAX));
           launched = with_reg_pad<KC>(pr.pl, [&](auto pc) {
             constexpr int PC = decltype(pc)::value;
-            if (realign) {
-              auto kern = &dw_fwd_cf_reg_kernel<T, W, KC, PC, true, true>;
+            if (realign) {  // (kRealignPays: no realigning kernel is compiled where it is false)
+              auto kern = &dw_fwd_cf_reg_kernel<T, W, KC, PC, true, kRealignPays>;
               DW_LAUNCH(kern, grid, size_t(0), stream, ra);
             } else {
               with_flag(!aligned, [&](auto shift) {
@@ -1392,6 +1409,8 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
       with_kernel_size<T>(pr, fast, tune, [&](auto kc) {
         constexpr int KC = decltype(kc)::value;
         if constexpr (KC > 0) {
+          constexpr bool kRealignPays = reg_realign_bwd_pays<T, KC>();
+          if (realign_x && !kRealignPays) return;  // the tensor-core / tile kernels below
           BwdArgs<T, W> ra = a;
           constexpr int64_t NVB = 16 / int64_t(sizeof(T));  // elements per vector
           const int64_t span = std::max(pr.L, pr.Lo) + (reg_aligned ? 0 : NVB - 1);
@@ -1402,8 +1421,8 @@ void backward(const Problem& pr, const T* dy, const Desc3& dyd, const T* x, cons
           DW_HOST_CHECK(grid <= INT_MAX, "sepconv1d: too many channels for the CUDA grid");
           launched = with_reg_pad<KC>(pr.pl, [&](auto pc) {
             if (want_wb) ra.part = static_cast<A*>(alloc(size_t(ra.split * per_split)));
-            if (realign_x) {
-              auto kern = &dw_bwd_cf_reg_kernel<T, W, KC, decltype(pc)::value, true, true>;
+            if (realign_x) {  // (kRealignPays here: none is compiled where it is false)
+              auto kern = &dw_bwd_cf_reg_kernel<T, W, KC, decltype(pc)::value, true, kRealignPays>;
               DW_LAUNCH(kern, grid, size_t(0), stream, ra);
             } else {
               with_flag(!reg_aligned, [&](auto shift) {

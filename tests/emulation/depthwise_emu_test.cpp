@@ -686,11 +686,13 @@ int main_impl(int argc, char** argv) {
     // The forward on x and y rows at different shifts (kRealign): x 0-3 elements into its
     // storage and y at another offset, or 'valid' / asymmetric pads (rows of L and Lo elements),
     // lengths around the vector and the warp item, every compiled K and pad, forced capped grids
-    // now and then. At least half the cases must take the realigning forward, and where dy and dx
-    // share their shift (Lo = L) with dw wanted, the backward realigns x too (kRealignX); the knob
-    // off takes the tile / tensor-core kernels.
+    // now and then. At least half the half-type cases must take the realigning forward (float32
+    // never: the tile kernel, reg_realign_fwd_pays), and where dy and dx share their shift (Lo = L)
+    // with dw wanted, the backward realigns x too (kRealignX) in float32 and half types to K 5,
+    // never in half types at K 9 (reg_realign_bwd_pays); the knob off takes the tile /
+    // tensor-core kernels.
     idx = 0;
-    int realigned = 0;
+    int realigned = 0, half_cases = 0;
     const int bwd_realigned0 = g_kernel_counts["dw_bwd_cf_reg_kernel/realign"];
     for (int64_t K : {3, 4, 5, 9}) {
       for (int64_t pl : {int64_t(0), (K - 1) / 2, K / 2, K - 1}) {
@@ -702,16 +704,30 @@ int main_impl(int argc, char** argv) {
           cs.grads = 1 + idx % 7;
           if (idx % 9 == 4) cs.tune.max_grid = 2;
           cs.tune.rows = 0;
-          cs.expect_fwd = "dw_fwd_cf_reg_kernel";
+          const int types = reg_types[(idx + idx / 8) % 5];
+          const bool half = is_half(types);
+          cs.expect_fwd = half ? "dw_fwd_cf_reg_kernel" : nullptr;  // float32: reg or tile kernel
           const int before = g_kernel_counts["dw_fwd_cf_reg_kernel/realign"];
-          run(cs, reg_types[(idx + idx / 8) % 5]);
-          realigned += g_kernel_counts["dw_fwd_cf_reg_kernel/realign"] > before;
+          const int bwd_before = g_kernel_counts["dw_bwd_cf_reg_kernel/realign"];
+          run(cs, types);
+          const bool fwd_realigned = g_kernel_counts["dw_fwd_cf_reg_kernel/realign"] > before;
+          realigned += half && fwd_realigned;
+          half_cases += half;
+          if (!half && fwd_realigned) {
+            std::printf("FAIL realigning forward taken by float32 (case %d)\n", idx);
+            ++g_failures;
+          }
+          if (half && K == 9 && g_kernel_counts["dw_bwd_cf_reg_kernel/realign"] > bwd_before) {
+            std::printf("FAIL realigning backward taken by a half type at K 9 (case %d)\n", idx);
+            ++g_failures;
+          }
           ++idx;
         }
       }
     }
-    if (realigned < idx / 2) {
-      std::printf("FAIL register-direct forward: only %d of %d cases realigned\n", realigned, idx);
+    if (realigned < half_cases / 2) {
+      std::printf("FAIL register-direct forward: only %d of %d half-type cases realigned\n", realigned,
+                  half_cases);
       ++g_failures;
     }
     if (g_kernel_counts["dw_bwd_cf_reg_kernel/realign"] < bwd_realigned0 + 8) {
