@@ -2,7 +2,9 @@
 (a slice x[..., s:], 'valid' outputs), in one process:
 
   default   the register-direct kernels, x realigned to y's grid in registers (the forward's
-            kRealign; the backward's kRealignX where dy and dx share their shift, i.e. the slices);
+            kRealign; the backward's kRealignX where dy and dx share their shift, i.e. the slices),
+            where they pay (reg_realign_fwd_pays / reg_realign_bwd_pays: the forward in half
+            types, the backward in float32 and half types to K 5), else as off;
   off       SEPCONV1D_DW_REG_REALIGN=0: the tensor-core kernels (16-bit) or the tile kernels
             (float32), as before;
   bound     the same shapes with x and y co-aligned (a contiguous x of y's length, 'same'): the
@@ -59,7 +61,8 @@ def main() -> None:
     cases = [tuple(int(v) if i < 4 else v for i, v in enumerate(c.split(","))) for c in args.cases.split(";")] \
         if args.cases else CASES
     out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
-           "unit": "us", "what": "depthwise forward, x and y rows at different shifts", "cases": []}
+           "unit": "us", "cases": [],
+           "what": "depthwise forward (and the slices' backward: dx, dw, db), x and y rows at different shifts"}
     for B, C, L, K, dt, form in cases:
         dtype = DTYPES[dt]
         row = {"B": B, "C": C, "L": L, "K": K, "dtype": dt, "form": form}

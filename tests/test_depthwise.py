@@ -382,7 +382,7 @@ def test_register_kernels_on_rows_at_different_shifts(monkeypatch, dtypes, kerne
             assert (len(fwd) >= 3) if half else not fwd, (what, sorted(set(names)))
             if left + right == kernel_size - 1 and (not half or kernel_size <= 5):
                 assert len(bwd) >= 2, (what, sorted(set(names)))
-            else:
+            if half and kernel_size == 9:
                 assert not bwd, (what, sorted(set(names)))
         else:
             assert not fwd and not bwd, (what, sorted(set(names)))
